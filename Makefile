@@ -1,0 +1,55 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 8501
+export EVALUATOR_DB ?= data/evaluator.duckdb
+
+.PHONY: run test install install-test browser lint typecheck samples bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+install-test: $(VENV)/.installed-test
+
+# Headless Chromium for the browser tests: Debian's package when we are root with apt,
+# else Playwright's own browser download.
+browser: install-test
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
+		echo "chromium: $$(command -v chromium || command -v chromium-browser)"; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else \
+		$(PY) -m playwright install chromium; \
+	fi
+
+# Load the sample runs of data/ into the store when it has none, and evaluate them.
+samples: install
+	$(PY) -m evaluator load-samples
+
+run: samples
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+
+lint: install-test
+	$(VENV)/bin/ruff check evaluator dashboard pages tests bench app.py tools
+
+typecheck: install-test
+	$(VENV)/bin/mypy evaluator
+
+test: browser lint typecheck
+	$(VENV)/bin/pytest -q
+
+bench: install
+	$(PY) -m bench.run
+
+clean:
+	rm -rf $(VENV) data/evaluator.duckdb data/evaluator.duckdb.wal

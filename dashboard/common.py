@@ -1,0 +1,66 @@
+"""Sidebar, store access and URL query-string state shared by every page."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TypeVar
+
+import duckdb
+import streamlit as st
+
+from evaluator.queries.runs import run_names
+from evaluator.store import StoreBusyError, connect, resolve_db_path
+
+T = TypeVar("T")
+
+
+def store_path() -> str:
+    return str(resolve_db_path(None))
+
+
+@contextmanager
+def store() -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the store for one page run and close it, so the CLI can write in between."""
+    try:
+        with connect(store_path(), timeout_s=10) as con:
+            yield con
+    except StoreBusyError as exc:
+        st.warning(f"{exc}. The page will load once the writer is done — reload in a moment.")
+        st.stop()
+
+
+def url_value(key: str, options: Sequence[T], default: T | None = None) -> T | None:
+    """The option named in the URL query string, else the default (or the first option)."""
+    wanted = st.query_params.get(key)
+    for option in options:
+        if str(option) == wanted:
+            return option
+    if default is not None and default in options:
+        return default
+    return options[0] if options else None
+
+
+def select_in_url(label: str, key: str, options: Sequence[T], *, default: T | None = None,
+                  container: object = None, format_func=str) -> T | None:  # type: ignore[no-untyped-def]
+    """A selectbox whose value lives in the URL query string, so a view can be shared as a link."""
+    if not options:
+        return None
+    current = url_value(key, options, default)
+    index = list(options).index(current) if current in options else 0
+    target = container if container is not None else st
+    choice = target.selectbox(label, options, index=index, key=f"url_{key}", format_func=format_func)
+    if str(choice) != st.query_params.get(key):
+        st.query_params[key] = str(choice)
+    return choice
+
+
+def sidebar_run_picker(con: duckdb.DuckDBPyConnection, *, key: str = "run", label: str = "Run") -> str | None:
+    """Store path and run picker in the sidebar; returns the chosen run name (None if the store is empty)."""
+    st.sidebar.caption(f"Store: `{store_path()}`")
+    names = run_names(con)
+    if not names:
+        st.info("No runs in the store yet. Load one with `python -m evaluator ingest FILE` "
+                "or the samples with `make run`.")
+        return None
+    return select_in_url(label, key, names, container=st.sidebar)

@@ -1,0 +1,1 @@
+"""RAG evaluation review: checks, flags, metrics and the run store."""

@@ -1,0 +1,36 @@
+"""evaluator export: one row per response with verdicts, reasons, spans and flags."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evaluator.cli.report import add_verdict_source
+from evaluator.evaluations import evaluation_for
+from evaluator.export import export_format, export_rows, write_export
+from evaluator.queries.report import flags_evaluation_id
+from evaluator.rules import load_rules
+from evaluator.store import connect
+
+HELP = "export a run's verdicts (one row per response) to .jsonl, .csv or .parquet"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", required=True, help="run name")
+    add_verdict_source(parser)
+    parser.add_argument("--out", required=True, help="output file; the extension picks the format")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    fmt = export_format(out)
+    rules = None if args.recorded else load_rules(args.rules)
+    with connect(args.db) as con:
+        evaluation_id = evaluation_for(con, args.run, ruleset=args.ruleset, recorded=args.recorded,
+                                       rules=rules, progress=sys.stderr.isatty())
+        tmp = out.with_name(out.name + ".partial")
+        count = write_export(export_rows(con, evaluation_id, flags_evaluation_id(con, evaluation_id)), tmp, fmt)
+        tmp.replace(out)  # a failed export never leaves a half-written file under the real name
+    print(f"{count} responses -> {out}")
+    return 0

@@ -1,0 +1,34 @@
+"""evaluator ingest PATH: validate a run file and store it whole, or write nothing."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from evaluator.cli.common import UsageError
+from evaluator.ingest import PROFILES, DuplicateRunError, ingest_file
+from evaluator.readers import FORMATS
+from evaluator.store import connect
+
+HELP = "ingest a run file (JSONL, JSON, wide or long CSV, Parquet); prints the run name"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="the run file")
+    parser.add_argument("--name", help="run name (default: the file name without extension)")
+    parser.add_argument("--format", choices=FORMATS, help="file format (default: from the extension)")
+    parser.add_argument("--profile", choices=PROFILES, help="bot profile (default: detected from templates)")
+    parser.add_argument("--replace", action="store_true", help="replace an existing run of the same name")
+
+
+def run(args: argparse.Namespace) -> int:
+    with connect(args.db) as con:
+        try:
+            result = ingest_file(
+                con, args.path, name=args.name, fmt=args.format, profile=args.profile,
+                replace=args.replace, progress=sys.stderr.isatty(),
+            )
+        except DuplicateRunError as exc:
+            raise UsageError(f"{args.path}: {exc}") from None
+    print(result.name)
+    return 0

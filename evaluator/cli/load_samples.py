@@ -1,0 +1,21 @@
+"""evaluator load-samples: put the sample runs of data/ into an empty store."""
+
+from __future__ import annotations
+
+import argparse
+
+from evaluator.samples import load_samples
+from evaluator.store import connect, resolve_db_path
+
+HELP = "load the sample runs of data/ into the store if it has no runs yet, and evaluate them"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser  # no options besides --db
+
+
+def run(args: argparse.Namespace) -> int:
+    with connect(args.db) as con:
+        load_samples(con)
+    print(f"store: {resolve_db_path(args.db)}")
+    return 0

@@ -1,0 +1,43 @@
+"""evaluator recompute: evaluate a stored run under a rule set and store the evaluation."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from evaluator.cli.common import print_json
+from evaluator.evaluations import RULESETS
+from evaluator.recompute import recompute
+from evaluator.rules import load_rules
+from evaluator.store import connect
+
+HELP = "recompute the six checks and three flags of a run (all providers) and store the evaluation"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", required=True, help="run name")
+    parser.add_argument("--ruleset", required=True, choices=RULESETS)
+    parser.add_argument("--rules", help="rules TOML file (default: the built-in rules of the SPEC)")
+    parser.add_argument("--workers", type=int, help="evaluation processes (default: by run size)")
+    spans = parser.add_mutually_exclusive_group()
+    spans.add_argument("--spans", dest="spans", action="store_true", default=None,
+                       help="store highlight spans (default for runs up to 100k responses)")
+    spans.add_argument("--no-spans", dest="spans", action="store_false",
+                       help="store verdicts only; pages compute highlights when shown")
+    parser.add_argument("--json", action="store_true")
+
+
+def run(args: argparse.Namespace) -> int:
+    rules = load_rules(args.rules)
+    with connect(args.db) as con:
+        result = recompute(con, args.run, args.ruleset, rules=rules, with_spans=args.spans,
+                           workers=args.workers, progress=sys.stderr.isatty())
+    summary = {"evaluation_id": result.evaluation_id, "run": result.run, "ruleset": result.ruleset,
+               "rules_hash": result.rules_hash, "responses": result.n_responses,
+               "duration_s": round(result.duration_s, 3)}
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"evaluation {result.evaluation_id}: {result.run} under {result.ruleset} "
+              f"({result.n_responses} responses in {result.duration_s:.2f} s, rules {result.rules_hash[:12]})")
+    return 0

@@ -1,0 +1,64 @@
+"""Find the stored evaluation a command or page asks for, computing it when missing."""
+
+from __future__ import annotations
+
+import sys
+
+import duckdb
+
+from evaluator.cli.common import UsageError, run_id_for
+from evaluator.rules import Rules, load_rules
+from evaluator.store import fetch_one
+
+RULESETS = ("legacy", "t3_aware")
+
+
+def recorded_evaluation(con: duckdb.DuckDBPyConnection, run_name: str) -> int:
+    run_id = run_id_for(con, run_name)
+    row = fetch_one(
+        con, "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ? AND ruleset = 'recorded'", [run_id]
+    )
+    if row is None or row[0] is None:
+        raise UsageError(f"run {run_name!r} has no recorded verdicts in its file; use --ruleset legacy|t3_aware")
+    return int(row[0])
+
+
+def ruleset_evaluation(
+    con: duckdb.DuckDBPyConnection,
+    run_name: str,
+    ruleset: str,
+    *,
+    rules: Rules | None = None,
+    compute: bool = True,
+    progress: bool = False,
+) -> int:
+    """Latest evaluation of the run under this rule set and these rules; computed if there is none."""
+    if ruleset not in RULESETS:
+        raise UsageError(f"unknown rule set {ruleset!r}; use one of {', '.join(RULESETS)}")
+    rules = rules or load_rules()
+    run_id = run_id_for(con, run_name)
+    row = fetch_one(
+        con,
+        "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ? AND ruleset = ? AND rules_hash = ?",
+        [run_id, ruleset, rules.hash],
+    )
+    if row is not None and row[0] is not None:
+        return int(row[0])
+    if not compute:
+        raise UsageError(f"run {run_name!r} has no {ruleset} evaluation yet; run: evaluator recompute --run "
+                         f"{run_name} --ruleset {ruleset}")
+    from evaluator.recompute import recompute
+
+    print(f"evaluating {run_name} under {ruleset} (not stored yet)…", file=sys.stderr)
+    return recompute(con, run_name, ruleset, rules=rules, progress=progress).evaluation_id
+
+
+def evaluation_for(
+    con: duckdb.DuckDBPyConnection, run_name: str, *, ruleset: str | None, recorded: bool,
+    rules: Rules | None = None, progress: bool = False,
+) -> int:
+    if recorded:
+        return recorded_evaluation(con, run_name)
+    if not ruleset:
+        raise UsageError("say which verdicts: --ruleset legacy|t3_aware or --recorded")
+    return ruleset_evaluation(con, run_name, ruleset, rules=rules, progress=progress)

@@ -1,0 +1,119 @@
+"""Export one evaluation of a run, one row per response, as JSONL, CSV or Parquet."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from evaluator.readers import CHECK_NAMES
+from evaluator.recompute import load_response
+from evaluator.rules import rules_from_text
+from evaluator.store import fetch_one
+
+EXPORT_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet"}
+BATCH = 10_000
+
+ROWS_SQL = """
+SELECT r.response_id, r.question_id, r.provider, r.template, q.expected_template, rr.overall,
+       (SELECT list({'check': c.check_name, 'verdict': c.verdict, 'reason': c.reason, 'spans': c.spans})
+          FROM check_results c WHERE c.evaluation_id = rr.evaluation_id AND c.response_id = r.response_id)
+         AS checks,
+       (SELECT list({'flag': f.flag, 'severity': f.severity, 'spans': f.spans})
+          FROM flags f WHERE f.evaluation_id = ? AND f.response_id = r.response_id) AS flags
+FROM response_results rr
+JOIN responses r ON r.response_id = rr.response_id
+JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+WHERE rr.evaluation_id = ?
+ORDER BY r.response_id
+"""
+
+
+def export_format(path: Path) -> str:
+    fmt = EXPORT_FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        from evaluator.cli.common import UsageError
+
+        raise UsageError(f"{path}: cannot export to {path.suffix!r}; use a .jsonl, .csv or .parquet file name")
+    return fmt
+
+
+def export_rows(con: duckdb.DuckDBPyConnection, evaluation_id: int, flags_evaluation_id: int | None
+                ) -> Iterator[dict[str, Any]]:
+    """Rows with spans as lists; spans are recomputed when the evaluation stored verdicts only."""
+    row = fetch_one(con, "SELECT rules_text, rules_source, ruleset, profile, with_spans FROM evaluations "
+                    "WHERE evaluation_id = ?", [evaluation_id])
+    assert row is not None
+    rules_text, rules_source, ruleset, profile, with_spans = row
+    respan = bool(rules_text) and not with_spans
+    rules = rules_from_text(rules_text, rules_source) if respan else None
+    cursor = con.cursor()
+    try:
+        reader = cursor.execute(ROWS_SQL, [flags_evaluation_id or -1, evaluation_id]).to_arrow_reader(BATCH)
+        for batch in reader:
+            for record in batch.to_pylist():
+                yield _flat(con, record, rules, ruleset, profile)
+    finally:
+        cursor.close()
+
+
+def _flat(con: duckdb.DuckDBPyConnection, record: dict[str, Any], rules: Any, ruleset: str, profile: str
+          ) -> dict[str, Any]:
+    fresh_checks: dict[str, Any] = {}
+    fresh_flags: dict[str, Any] = {}
+    if rules is not None:
+        from evaluator.evaluate import evaluate
+
+        resp = load_response(con, record["response_id"])
+        if resp is not None:
+            result = evaluate(resp, ruleset=ruleset, rules=rules, profile=profile, with_spans=True)
+            fresh_checks = {c.check: [_span(s) for s in c.spans] for c in result.checks}
+            fresh_flags = {f.flag: [_span(s) for s in f.spans] for f in result.flags}
+    out: dict[str, Any] = {k: record[k] for k in
+                           ("question_id", "provider", "template", "expected_template", "overall")}
+    checks = {c["check"]: c for c in record["checks"] or ()}
+    for name in CHECK_NAMES:
+        check = checks.get(name)
+        out[name] = check["verdict"] if check else None
+        out[f"{name}_reason"] = check["reason"] if check else None
+        out[f"{name}_spans"] = fresh_checks.get(name) or (orjson.loads(check["spans"]) if check and check["spans"]
+                                                          else [])
+    out["flags"] = [
+        {"flag": f["flag"], "severity": f["severity"],
+         "spans": fresh_flags.get(f["flag"]) or (orjson.loads(f["spans"]) if f["spans"] else [])}
+        for f in record["flags"] or ()
+    ]
+    return out
+
+
+def _span(span: Any) -> dict[str, Any]:
+    return {"start": span.start, "end": span.end, "text": span.text, "kind": span.kind}
+
+
+def write_export(rows: Iterator[dict[str, Any]], path: Path, fmt: str) -> int:
+    count = 0
+    if fmt == "jsonl":
+        with path.open("wb") as out:
+            for row in rows:
+                out.write(orjson.dumps(row) + b"\n")
+                count += 1
+        return count
+    nested = [f"{name}_spans" for name in CHECK_NAMES] + ["flags"]
+    table_rows = []
+    for row in rows:
+        table_rows.append({k: (orjson.dumps(v).decode() if k in nested else v) for k, v in row.items()})
+        count += 1
+    table = pa.Table.from_pylist(table_rows)
+    if fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, path)
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+    return count

@@ -1,0 +1,446 @@
+"""Validate run files and load them into the store in bulk, whole or not at all."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from evaluator.readers import CHECK_NAMES, InputError, Record, detect_format, read_records, type_name
+from evaluator.results import write_response_results
+from evaluator.store import atomic, fetch_one, next_id
+
+TEMPLATES = ("T1", "T2", "T3")
+VERDICTS = ("PASS", "FAIL", "N/A")
+PROFILES = ("ramayana", "clearpath")
+KNOWN_FIELDS = {
+    "question_id", "question", "provider", "model_provider", "answer", "model", "expected_template",
+    "expected_routing", "template", "classification", "retrieved", "gold_answers", "answerable",
+    "recorded_checks", "comment", "outcome", "expected_ids",
+}
+OPTIONAL_STRINGS = ("model", "expected_routing", "classification", "comment", "outcome")
+RECORDED_REASON = "recorded by the source evaluator"
+
+
+@dataclass
+class Columns:
+    """Column-wise buffers: one Python list per column, turned into Arrow in one go."""
+
+    responses: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
+        "row", "question_id", "provider", "model", "answer", "template", "classification",
+        "answerable", "comment", "outcome", "metadata", "source_line")})
+    questions: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
+        "question_id", "question", "expected_template", "expected_routing", "gold_answers", "expected_ids")})
+    retrieved: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
+        "row", "rank", "chunk_key", "score")})
+    chunks: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("chunk_key", "chunk_id", "text")})
+    recorded: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("row", "check_name", "verdict")})
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    run_id: int
+    name: str
+    profile: str
+    n_responses: int
+    replaced: bool
+
+
+class DuplicateRunError(Exception):
+    pass
+
+
+def ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    *,
+    name: str | None = None,
+    fmt: str | None = None,
+    profile: str | None = None,
+    replace: bool = False,
+    progress: bool = False,
+) -> IngestResult:
+    """Read, validate and store one run file. Raises InputError / DuplicateRunError; writes nothing then."""
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror})") from None
+    if not data.strip() and fmt != "parquet":
+        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
+    if profile is not None and profile not in PROFILES:
+        raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
+    run_name = name or path.stem
+    content_hash = hashlib.sha256(data).hexdigest()
+    columns = _collect(path, read_records(path, fmt, data), progress=progress, total_bytes=len(data))
+    n = len(columns.responses["row"])
+    if profile is None:
+        has_templates = any(columns.responses["template"]) or any(columns.questions["expected_template"])
+        profile = "ramayana" if has_templates else "clearpath"
+    with atomic(con):
+        replaced = _check_not_duplicate(con, run_name, content_hash, replace)
+        run_id = next_id(con, "runs", "run_id")
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
+            [run_id, run_name, str(path), fmt, content_hash, profile, n],
+        )
+        _load(con, run_id, columns)
+    return IngestResult(run_id, run_name, profile, n, replaced)
+
+
+def _check_not_duplicate(con: duckdb.DuckDBPyConnection, run_name: str, content_hash: str, replace: bool) -> bool:
+    same_name = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
+    same_content = fetch_one(
+        con, "SELECT name FROM runs WHERE content_hash = ? AND name <> ?", [content_hash, run_name]
+    )
+    if same_content:
+        raise DuplicateRunError(
+            f"this file's content is already ingested as run {same_content[0]!r}; "
+            f"nothing was written (use --name {same_content[0]} --replace to re-ingest it)"
+        )
+    if same_name and not replace:
+        raise DuplicateRunError(
+            f"a run named {run_name!r} already exists; nothing was written "
+            "(pass --replace to replace it, or --name to ingest under another name)"
+        )
+    if same_name:
+        delete_run(con, int(same_name[0]))
+    return bool(same_name)
+
+
+def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """Remove a run and everything derived from it (callers hold the transaction)."""
+    evaluations = "SELECT evaluation_id FROM evaluations WHERE run_id = ?"
+    responses = "SELECT response_id FROM responses WHERE run_id = ?"
+    metrics = "SELECT metric_result_id FROM metric_results WHERE run_id = ?"
+    for table in ("check_results", "response_results", "flags"):
+        con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", [run_id])
+    con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", [run_id])
+    con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", [run_id])
+    for table in ("metric_results", "evaluations", "questions", "responses", "runs"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+
+
+def _collect(path: Path, records: Any, *, progress: bool, total_bytes: int) -> Columns:
+    cols = Columns()
+    seen: dict[tuple[str, str], int] = {}
+    questions_seen: dict[str, int] = {}
+    chunk_keys: dict[tuple[str, str], str] = {}
+    bar = _progress_bar(progress, path)
+    where = str(path)
+    for row, (line_no, record) in enumerate(records):
+        if bar is not None and row % 5000 == 0:
+            bar.update(5000 if row else 0)
+        _add_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys)
+    if bar is not None:
+        bar.close()
+    if not cols.responses["row"]:
+        raise InputError(where, None, None, "the file is empty: no responses to ingest")
+    return cols
+
+
+def _progress_bar(progress: bool, path: Path) -> Any:
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(desc=f"reading {path.name}", unit=" responses", unit_scale=True, mininterval=0.5)
+
+
+def _add_record(
+    where: str, line_no: int, row: int, record: Record, cols: Columns,
+    seen: dict[tuple[str, str], int], questions_seen: dict[str, int], chunk_keys: dict[tuple[str, str], str],
+) -> None:
+    if "provider" not in record and "model_provider" in record:
+        record["provider"] = record.pop("model_provider")
+    question_id = _required_string(where, line_no, record, "question_id")
+    question = _required_string(where, line_no, record, "question")
+    provider = _required_string(where, line_no, record, "provider")
+    if "answer" not in record or record["answer"] is None:
+        raise InputError(where, line_no, "answer", "missing required field (use \"\" for an empty answer)")
+    answer = record["answer"]
+    if not isinstance(answer, str):
+        raise InputError(where, line_no, "answer", f"expected a string, got {type_name(answer)}")
+    for key in ("question_id", "provider"):
+        if not record[key].strip():
+            raise InputError(where, line_no, key, "must not be empty")
+    pair = (question_id, provider)
+    if pair in seen:
+        raise InputError(
+            where, line_no, "question_id",
+            f"duplicate (question_id, provider) = ({question_id!r}, {provider!r}); first seen on line {seen[pair]}",
+        )
+    seen[pair] = line_no
+    template = _template(where, line_no, record, "template")
+    expected_template = _template(where, line_no, record, "expected_template")
+    optional = {key: _optional_string(where, line_no, record, key) for key in OPTIONAL_STRINGS}
+    answerable = _optional_bool(where, line_no, record, "answerable")
+    gold = _gold_answers(where, line_no, record.get("gold_answers"))
+    expected_ids = _string_list(where, line_no, record.get("expected_ids"), "expected_ids")
+    extra = {k: v for k, v in record.items() if k not in KNOWN_FIELDS}
+    responses = cols.responses
+    responses["row"].append(row)
+    responses["question_id"].append(question_id)
+    responses["provider"].append(provider)
+    responses["model"].append(optional["model"])
+    responses["answer"].append(answer)
+    responses["template"].append(template)
+    responses["classification"].append(optional["classification"])
+    responses["answerable"].append(answerable)
+    responses["comment"].append(optional["comment"])
+    responses["outcome"].append(optional["outcome"])
+    responses["metadata"].append(_dumps(extra) if extra else None)
+    responses["source_line"].append(line_no)
+    _add_question(where, line_no, cols, questions_seen, question_id, {
+        "question": question,
+        "expected_template": expected_template,
+        "expected_routing": optional["expected_routing"],
+        "gold_answers": _dumps(gold) if gold is not None else None,
+        "expected_ids": _dumps(expected_ids) if expected_ids is not None else None,
+    })
+    _add_retrieved(where, line_no, row, record.get("retrieved"), cols, chunk_keys)
+    _add_recorded(where, line_no, row, record.get("recorded_checks"), cols)
+
+
+def _add_question(
+    where: str, line_no: int, cols: Columns, questions_seen: dict[str, int], question_id: str, values: dict[str, Any]
+) -> None:
+    """Golden-question fields are per question: later lines fill gaps; a contradiction is an error."""
+    questions = cols.questions
+    index = questions_seen.get(question_id)
+    if index is None:
+        questions_seen[question_id] = len(questions["question_id"])
+        questions["question_id"].append(question_id)
+        for key, value in values.items():
+            questions[key].append(value)
+        return
+    for key in ("expected_template", "expected_routing", "gold_answers", "expected_ids"):
+        value, stored = values[key], questions[key][index]
+        if value is None:
+            continue
+        if stored is None:
+            questions[key][index] = value
+        elif stored != value:
+            raise InputError(
+                where, line_no, key,
+                f"question {question_id!r} has {value!r} here but {stored!r} on an earlier line; "
+                "a golden question's fields must agree across providers",
+            )
+
+
+def _dumps(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+
+
+def _required_string(where: str, line_no: int, record: Record, key: str) -> str:
+    value = record.get(key)
+    if value is None:
+        raise InputError(where, line_no, key, "missing required field")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InputError(where, line_no, key, f"expected a string, got {type_name(value)}")
+    return str(value)
+
+
+def _optional_string(where: str, line_no: int, record: Record, key: str) -> str | None:
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise InputError(where, line_no, key, f"expected a string, got {type_name(value)}")
+
+
+def _template(where: str, line_no: int, record: Record, key: str) -> str | None:
+    value = record.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(where, line_no, key, f"expected one of T1, T2, T3, got {type_name(value)}")
+    cleaned = value.strip().upper()
+    if cleaned not in TEMPLATES:
+        raise InputError(where, line_no, key, f"unknown template {value!r}; expected one of T1, T2, T3")
+    return cleaned
+
+
+def _optional_bool(where: str, line_no: int, record: Record, key: str) -> bool | None:
+    value = record.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):  # CSV cells
+        lowered = value.strip().lower()
+        if lowered in ("true", "yes", "1"):
+            return True
+        if lowered in ("false", "no", "0"):
+            return False
+        if lowered == "":
+            return None
+    raise InputError(where, line_no, key, f"expected true or false, got {value!r}")
+
+
+def _string_list(where: str, line_no: int, value: Any, key: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(where, line_no, key, "expected a list of strings")
+    return value
+
+
+def _gold_answers(where: str, line_no: int, value: Any) -> list[dict[str, Any]] | None:
+    """Each claim: a string, a list of alias strings, or {"aliases": [...], "supported": bool}."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InputError(where, line_no, "gold_answers", f"expected a list, got {type_name(value)}")
+    claims = []
+    for index, claim in enumerate(value):
+        field_name = f"gold_answers[{index}]"
+        if isinstance(claim, str):
+            claims.append({"aliases": [claim], "supported": None})
+        elif isinstance(claim, list) and all(isinstance(a, str) for a in claim):
+            claims.append({"aliases": claim, "supported": None})
+        elif isinstance(claim, dict):
+            aliases = claim.get("aliases")
+            supported = claim.get("supported")
+            if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+                raise InputError(where, line_no, f"{field_name}.aliases", "expected a list of strings")
+            if supported is not None and not isinstance(supported, bool):
+                raise InputError(where, line_no, f"{field_name}.supported", f"expected true or false, got {supported!r}")
+            claims.append({"aliases": aliases, "supported": supported})
+        else:
+            raise InputError(
+                where, line_no, field_name,
+                'expected a string, a list of aliases or {"aliases": [...], "supported": bool}',
+            )
+    return claims
+
+
+def _add_retrieved(
+    where: str, line_no: int, row: int, value: Any, cols: Columns, chunk_keys: dict[tuple[str, str], str]
+) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise InputError(where, line_no, "retrieved", f"expected a list of {{id, text, score}}, got {type_name(value)}")
+    retrieved = cols.retrieved
+    for rank, item in enumerate(value):
+        field_name = f"retrieved[{rank}]"
+        if not isinstance(item, dict):
+            raise InputError(where, line_no, field_name, f"expected an object {{id, text, score}}, got {type_name(item)}")
+        chunk_id, text, score = item.get("id"), item.get("text"), item.get("score")
+        if chunk_id is None or isinstance(chunk_id, bool) or not isinstance(chunk_id, str | int):
+            raise InputError(where, line_no, f"{field_name}.id", "missing or not a string")
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise InputError(where, line_no, f"{field_name}.text", f"expected a string, got {type_name(text)}")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise InputError(where, line_no, f"{field_name}.score", f"expected a number, got {type_name(score)}")
+        key_parts = (str(chunk_id), text)
+        chunk_key = chunk_keys.get(key_parts)
+        if chunk_key is None:
+            chunk_key = hashlib.md5(f"{key_parts[0]}\x00{text}".encode(), usedforsecurity=False).hexdigest()
+            chunk_keys[key_parts] = chunk_key
+            cols.chunks["chunk_key"].append(chunk_key)
+            cols.chunks["chunk_id"].append(key_parts[0])
+            cols.chunks["text"].append(text)
+        retrieved["row"].append(row)
+        retrieved["rank"].append(rank + 1)
+        retrieved["chunk_key"].append(chunk_key)
+        retrieved["score"].append(None if score is None else float(score))
+
+
+def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise InputError(where, line_no, "recorded_checks", f"expected an object check -> verdict, got {type_name(value)}")
+    for check_name, verdict in value.items():
+        cleaned = verdict.strip().upper() if isinstance(verdict, str) else verdict
+        if cleaned in ("NA", "N\\A"):
+            cleaned = "N/A"
+        if cleaned not in VERDICTS:
+            raise InputError(
+                where, line_no, f"recorded_checks.{check_name}", f"unknown verdict {verdict!r}; expected PASS, FAIL or N/A"
+            )
+        cols.recorded["row"].append(row)
+        cols.recorded["check_name"].append(str(check_name))
+        cols.recorded["verdict"].append(cleaned)
+
+
+def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
+    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT."""
+    base = next_id(con, "responses", "response_id")
+    new_responses = pa.table(cols.responses)
+    new_questions = pa.table(cols.questions)
+    new_retrieved = pa.table(cols.retrieved, schema=pa.schema(
+        [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())]))
+    new_chunks = pa.table(cols.chunks, schema=pa.schema(
+        [("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())]))
+    con.register("new_responses", new_responses)
+    con.register("new_questions", new_questions)
+    con.register("new_retrieved", new_retrieved)
+    con.register("new_chunks", new_chunks)
+    try:
+        con.execute(
+            """INSERT INTO responses
+               SELECT ? + "row", ?, question_id, provider, model, answer, sha256(answer), template,
+                      classification, answerable, comment, outcome, metadata::JSON, source_line
+               FROM new_responses""",
+            [base, run_id],
+        )
+        con.execute(
+            """INSERT INTO questions
+               SELECT ?, question_id, question, expected_template, expected_routing,
+                      gold_answers::JSON, expected_ids::JSON
+               FROM new_questions""",
+            [run_id],
+        )
+        con.execute(
+            """INSERT INTO chunks
+               SELECT n.chunk_key, n.chunk_id, n.text FROM new_chunks n
+               WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)"""
+        )
+        con.execute('INSERT INTO retrieved SELECT ? + "row", rank, chunk_key, score FROM new_retrieved', [base])
+        if cols.recorded["row"]:
+            _load_recorded(con, run_id, base, cols)
+    finally:
+        for view in ("new_responses", "new_questions", "new_retrieved", "new_chunks"):
+            con.unregister(view)
+
+
+def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+    """Recorded verdicts become an evaluation of ruleset 'recorded', like any recomputation."""
+    evaluation_id = next_id(con, "evaluations", "evaluation_id")
+    n = len(cols.responses["row"])
+    con.execute(
+        "INSERT INTO evaluations (evaluation_id, run_id, ruleset, created_at, n_responses) "
+        "VALUES (?, ?, 'recorded', now(), ?)",
+        [evaluation_id, run_id, n],
+    )
+    con.register("new_recorded", pa.table(cols.recorded))
+    try:
+        # Every response gets the six checks; a check the file did not record is N/A, said so.
+        con.execute(
+            """INSERT INTO check_results
+               WITH names AS (SELECT unnest(?::VARCHAR[]) AS check_name)
+               SELECT ?, r.response_id, names.check_name, coalesce(rec.verdict, 'N/A'),
+                      CASE WHEN rec.verdict IS NULL THEN 'not recorded in the source file' ELSE ? END, '[]'
+               FROM responses r CROSS JOIN names
+               LEFT JOIN new_recorded rec ON rec."row" + ? = r.response_id AND rec.check_name = names.check_name
+               WHERE r.run_id = ?""",
+            [list(CHECK_NAMES), evaluation_id, RECORDED_REASON, base, run_id],
+        )
+        con.execute(
+            """INSERT INTO check_results
+               SELECT ?, rec."row" + ?, rec.check_name, rec.verdict, ?, '[]' FROM new_recorded rec
+               WHERE rec.check_name NOT IN (SELECT unnest(?::VARCHAR[]))""",
+            [evaluation_id, base, RECORDED_REASON, list(CHECK_NAMES)],
+        )
+    finally:
+        con.unregister("new_recorded")
+    write_response_results(con, evaluation_id, run_id)
+

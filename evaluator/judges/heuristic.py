@@ -1,0 +1,127 @@
+"""Offline refusal judge (SPEC §6 ``heuristic``, the default).
+
+An answer is refused when it contains one of the §5 refusal phrases (case-insensitive
+substring), matches one of the §4 T3 refusal patterns (regex, case-insensitive), or holds
+something close to the reference implementation's refusal flag
+"I apologize, but I couldn't find an answer" (fuzzy: difflib ratio over a sliding window
+of words). Curly apostrophes count like straight ones. Pure: no duckdb, no streamlit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from evaluator.judges.base import JudgeVerdict
+
+REFERENCE_REFUSAL_FLAG = "I apologize, but I couldn't find an answer"
+DEFAULT_FUZZY_THRESHOLD = 0.8
+
+# Apostrophe look-alikes -> "'" (one character for one, so offsets into the answer hold).
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'", "\uff07": "'"})
+_WORD = re.compile(r"\S+")
+_CORE = re.compile(r"[\w'](?:.*[\w'])?")  # a word without its leading/trailing punctuation
+
+
+def straighten(text: str) -> str:
+    """Curly and other look-alike apostrophes replaced by ``'``; length is unchanged."""
+    return text.translate(_APOSTROPHES)
+
+
+def _words(text: str) -> list[tuple[str, int, int]]:
+    """(normalised word, start, end) for every white-space separated word of ``text``."""
+    out = []
+    for m in _WORD.finditer(text):
+        raw = straighten(m.group())
+        core = _CORE.search(raw)
+        if core:
+            out.append((core.group().lower(), m.start() + core.start(), m.start() + core.end()))
+    return out
+
+
+class HeuristicJudge:
+    """Phrase-, pattern- and fuzzy-flag-based refusal judge, parametrised by its lists."""
+
+    name = "heuristic"
+    model = "rules"  # cache/metric key companion of ``name``; the heuristic has no model
+
+    def __init__(
+        self,
+        refusal_phrases: Iterable[str],
+        refusal_patterns: Iterable[str] = (),
+        *,
+        fuzzy_flags: Iterable[str] = (REFERENCE_REFUSAL_FLAG,),
+        fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD,
+    ) -> None:
+        if not 0.0 < fuzzy_threshold <= 1.0:
+            raise ValueError(f"fuzzy_threshold must be in (0, 1], got {fuzzy_threshold}")
+        self.refusal_phrases = tuple(refusal_phrases)
+        self.refusal_patterns = tuple(refusal_patterns)
+        self.fuzzy_flags = tuple(fuzzy_flags)
+        self.fuzzy_threshold = fuzzy_threshold
+        self._phrases = [
+            (p, re.compile(re.escape(straighten(p)), re.IGNORECASE)) for p in self.refusal_phrases if p
+        ]
+        self._patterns = [(p, re.compile(straighten(p), re.IGNORECASE)) for p in self.refusal_patterns]
+        self._flags = [(f, [w for w, _, _ in _words(f)]) for f in self.fuzzy_flags]
+
+    @classmethod
+    def from_rules(cls, rules: Any | None = None, **kwargs: Any) -> HeuristicJudge:
+        """Build from a ``Rules`` object (default: the shipped rules file)."""
+        if rules is None:
+            from evaluator.rules import load_rules
+
+            rules = load_rules()
+        phrases = getattr(rules, "refusal_phrases", None)
+        patterns = getattr(rules, "refusal_patterns", None)
+        if phrases is None or patterns is None:
+            raise AttributeError("rules object lacks refusal_phrases / refusal_patterns")
+        return cls(phrases, patterns, **kwargs)
+
+    def judge(self, question: str, answer: str) -> JudgeVerdict:
+        text = straighten(answer)
+        for phrase, rx in self._phrases:
+            m = rx.search(text)
+            if m:
+                return JudgeVerdict(True, f"refusal phrase {phrase!r}", answer[m.start() : m.end()])
+        for pattern, rx in self._patterns:
+            m = rx.search(text)
+            if m:
+                return JudgeVerdict(True, f"refusal pattern {pattern!r}", answer[m.start() : m.end()])
+        fuzzy = self._fuzzy_match(answer)
+        if fuzzy is not None:
+            flag, ratio, span = fuzzy
+            return JudgeVerdict(True, f"close to refusal flag {flag!r} (similarity {ratio:.2f})", span)
+        return JudgeVerdict(False, "no refusal phrase, pattern or refusal flag found", None)
+
+    def _fuzzy_match(self, answer: str) -> tuple[str, float, str] | None:
+        """Best window of words (flag length ± 2) whose similarity reaches the threshold."""
+        words = _words(answer)
+        best: tuple[str, float, str] | None = None
+        for flag, flag_words in self._flags:
+            if not flag_words:
+                continue
+            target = " ".join(flag_words)
+            n = len(flag_words)
+            # Cheap pre-filter: a window sharing under half of the flag's words is skipped.
+            vocab = set(flag_words)
+            hits = [0]
+            for w, _, _ in words:
+                hits.append(hits[-1] + (w in vocab))
+            min_hits = max(1, n // 2)
+            for size in range(max(1, n - 2), n + 3):
+                for i in range(0, len(words) - size + 1):
+                    if hits[i + size] - hits[i] < min_hits:
+                        continue
+                    window = words[i : i + size]
+                    matcher = difflib.SequenceMatcher(None, target, " ".join(w for w, _, _ in window))
+                    if matcher.real_quick_ratio() < self.fuzzy_threshold:
+                        continue
+                    if matcher.quick_ratio() < self.fuzzy_threshold:
+                        continue
+                    ratio = matcher.ratio()
+                    if ratio >= self.fuzzy_threshold and (best is None or ratio > best[1]):
+                        best = (flag, ratio, answer[window[0][1] : window[-1][2]])
+        return best

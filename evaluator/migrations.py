@@ -1,0 +1,158 @@
+"""Numbered, append-only schema migrations.
+
+A version, once released, is never edited: change the schema by appending a new
+(version, name, sql) entry. `evaluator.store.migrate` records each in schema_migrations.
+"""
+
+from __future__ import annotations
+
+INITIAL = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name VARCHAR NOT NULL,
+    applied_at TIMESTAMP NOT NULL
+);
+CREATE SEQUENCE run_ids START 1;
+CREATE SEQUENCE response_ids START 1;
+CREATE SEQUENCE evaluation_ids START 1;
+CREATE SEQUENCE metric_result_ids START 1;
+CREATE SEQUENCE override_ids START 1;
+CREATE TABLE runs (
+    run_id INTEGER PRIMARY KEY,
+    name VARCHAR NOT NULL UNIQUE,
+    source_file VARCHAR,
+    source_format VARCHAR,
+    content_hash VARCHAR NOT NULL,
+    profile VARCHAR NOT NULL,
+    ingested_at TIMESTAMP NOT NULL,
+    n_responses INTEGER NOT NULL,
+    metadata JSON
+);
+CREATE TABLE questions (
+    run_id INTEGER NOT NULL,
+    question_id VARCHAR NOT NULL,
+    question VARCHAR NOT NULL,
+    expected_template VARCHAR,
+    expected_routing VARCHAR,
+    gold_answers JSON,
+    expected_ids JSON
+);
+CREATE TABLE responses (
+    response_id BIGINT NOT NULL,
+    run_id INTEGER NOT NULL,
+    question_id VARCHAR NOT NULL,
+    provider VARCHAR NOT NULL,
+    model VARCHAR,
+    answer VARCHAR NOT NULL,
+    answer_hash VARCHAR NOT NULL,
+    template VARCHAR,
+    classification VARCHAR,
+    answerable BOOLEAN,
+    comment VARCHAR,
+    outcome VARCHAR,
+    metadata JSON,
+    source_line INTEGER
+);
+CREATE TABLE chunks (
+    chunk_key VARCHAR NOT NULL,
+    chunk_id VARCHAR NOT NULL,
+    text VARCHAR NOT NULL
+);
+CREATE TABLE retrieved (
+    response_id BIGINT NOT NULL,
+    rank INTEGER NOT NULL,
+    chunk_key VARCHAR NOT NULL,
+    score DOUBLE
+);
+CREATE TABLE evaluations (
+    evaluation_id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL,
+    ruleset VARCHAR NOT NULL,
+    rules_hash VARCHAR,
+    rules_source VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    duration_s DOUBLE,
+    n_responses INTEGER NOT NULL
+);
+CREATE TABLE check_results (
+    evaluation_id INTEGER NOT NULL,
+    response_id BIGINT NOT NULL,
+    check_name VARCHAR NOT NULL,
+    verdict VARCHAR NOT NULL,
+    reason VARCHAR,
+    spans JSON
+);
+CREATE TABLE response_results (
+    evaluation_id INTEGER NOT NULL,
+    response_id BIGINT NOT NULL,
+    overall VARCHAR NOT NULL,
+    is_t3 BOOLEAN NOT NULL,
+    template_group VARCHAR NOT NULL
+);
+CREATE TABLE flags (
+    evaluation_id INTEGER NOT NULL,
+    response_id BIGINT NOT NULL,
+    flag VARCHAR NOT NULL,
+    severity VARCHAR NOT NULL,
+    spans JSON
+);
+CREATE TABLE metric_results (
+    metric_result_id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL,
+    provider VARCHAR NOT NULL,
+    metric VARCHAR NOT NULL,
+    judge VARCHAR NOT NULL,
+    with_overrides BOOLEAN NOT NULL,
+    value DOUBLE,
+    components JSON,
+    computed_at TIMESTAMP NOT NULL
+);
+CREATE TABLE metric_responses (
+    metric_result_id INTEGER NOT NULL,
+    response_id BIGINT NOT NULL,
+    refused BOOLEAN,
+    refused_by VARCHAR,
+    answerable BOOLEAN,
+    ac_q DOUBLE
+);
+CREATE TABLE judge_cache (
+    judge VARCHAR NOT NULL,
+    model VARCHAR NOT NULL,
+    prompt_hash VARCHAR NOT NULL,
+    reply VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (judge, model, prompt_hash)
+);
+CREATE TABLE overrides (
+    override_id BIGINT PRIMARY KEY,
+    response_id BIGINT NOT NULL,
+    evaluation_id INTEGER,
+    target VARCHAR NOT NULL,
+    old_value VARCHAR,
+    new_value VARCHAR NOT NULL,
+    reason VARCHAR NOT NULL,
+    reviewer VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    carried_from BIGINT
+);
+"""
+
+# The review page looks up a response's override history by response id. Bulk tables get
+# no ART index: DuckDB's zone maps serve their run/evaluation filters and indexes slow appends.
+OVERRIDE_INDEX = """
+CREATE INDEX overrides_response ON overrides (response_id);
+"""
+
+# An evaluation keeps the exact rules text it ran with, so highlights can be recomputed
+# for display later even after the rules file on disk has changed.
+EVALUATION_RULES_TEXT = """
+ALTER TABLE evaluations ADD COLUMN rules_text VARCHAR;
+ALTER TABLE evaluations ADD COLUMN profile VARCHAR;
+ALTER TABLE evaluations ADD COLUMN with_spans BOOLEAN;
+"""
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (1, "initial schema", INITIAL),
+    (2, "override lookup index", OVERRIDE_INDEX),
+    (3, "evaluation rules text and profile", EVALUATION_RULES_TEXT),
+]

@@ -1,0 +1,1 @@
+"""SQL behind the pages and the reporting commands: one module per page family."""
