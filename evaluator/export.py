@@ -53,7 +53,7 @@ def export_rows(con: duckdb.DuckDBPyConnection, evaluation_id: int, flags_evalua
     rules = rules_from_text(rules_text, rules_source) if respan else None
     cursor = con.cursor()
     try:
-        reader = cursor.execute(ROWS_SQL, [flags_evaluation_id or -1, evaluation_id]).to_arrow_reader(BATCH)
+        reader = cursor.sql(ROWS_SQL, params=[flags_evaluation_id or -1, evaluation_id]).to_arrow_reader(BATCH)
         for batch in reader:
             for record in batch.to_pylist():
                 yield _flat(con, record, rules, ruleset, profile)

@@ -123,6 +123,8 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
         con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", [run_id])
     con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", [run_id])
     con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", [run_id])
+    # Response ids are reused after a delete, so a stale override would land on a new response.
+    con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", [run_id])
     for table in ("metric_results", "evaluations", "questions", "responses", "runs"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 

@@ -99,7 +99,9 @@ def read_records(path: Path, fmt: str, data: bytes) -> Iterator[tuple[int, Recor
 
 
 def _read_jsonl(path: Path, text: str) -> Iterator[tuple[int, Record]]:
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    # Lines end at "\n" only (a trailing "\r" is JSON whitespace): str.splitlines() would also
+    # split at U+2028, U+2029 and NEL, which JSON strings may hold raw.
+    for line_no, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

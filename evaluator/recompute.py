@@ -111,7 +111,7 @@ def _row_batches(con: duckdb.DuckDBPyConnection, run_id: int) -> Iterator[list[d
     # A cursor of its own: results are written on `con` while this one is still being read.
     cursor = con.cursor()
     try:
-        reader = cursor.execute(RUN_ROWS_SQL, [run_id]).to_arrow_reader(BATCH_ROWS)
+        reader = cursor.sql(RUN_ROWS_SQL, params=[run_id]).to_arrow_reader(BATCH_ROWS)
         for batch in reader:
             yield batch.to_pylist()
     finally:

@@ -1,6 +1,184 @@
-"""Placeholder until this page is built."""
+"""Before/after (SPEC §8.2): one run under two evaluations — did the fix change what it should, and only that?"""
 
+import math
+
+import pandas as pd
+import plotly.express as px
 import streamlit as st
 
-st.title("before_after")
-st.info("This page is being built.")
+from dashboard.common import select_in_url, sidebar_run_picker, store
+from evaluator.queries import before_after as q
+
+PAGE_SIZE = 25
+ALL = "(all)"
+TEMPLATE_LABELS = {"none": "no template"}
+PERCENT = st.column_config.NumberColumn(format="percent")
+
+
+def overrides_toggle() -> bool:
+    """With/without reviewers' overrides, kept in the URL (?overrides=1) so the view can be shared."""
+    in_url = st.query_params.get("overrides") == "1"
+    on = st.sidebar.toggle("Apply reviewer overrides", value=in_url, key="url_overrides",
+                           help="Effective verdict = a reviewer's latest override, else the computed one.")
+    if on != in_url:
+        st.query_params["overrides"] = "1" if on else "0"
+    return on
+
+
+def pct(value: float) -> str:
+    return f"{value:.1%}"
+
+
+def pp(value: float) -> str:
+    return f"{value * 100:+.1f} pp"
+
+
+st.title("Before/after")
+with store() as con:
+    run = sidebar_run_picker(con)
+    if run is None:
+        st.stop()
+    options = q.rulesets(con, run)
+    if len(options) < 2:
+        st.info(f"Run {run} has only {', '.join(options) or 'no'} evaluation(s); a before/after needs two. "
+                f"Compute one: `python -m evaluator recompute --run {run} --ruleset t3_aware`.")
+        st.stop()
+    name_a = select_in_url("A — before", "a", options, default="recorded" if "recorded" in options else "legacy",
+                           container=st.sidebar)
+    name_b = select_in_url("B — after", "b", options, default="t3_aware", container=st.sidebar)
+    with_overrides = overrides_toggle()
+    if name_a == name_b:
+        st.warning("A and B are the same evaluation: pick two different ones in the sidebar.")
+        st.stop()
+    eval_a, eval_b = q.latest_evaluation(con, run, name_a), q.latest_evaluation(con, run, name_b)
+    assert eval_a is not None and eval_b is not None
+    ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
+    rows = q.summary(con, ida, idb, with_overrides=with_overrides)
+    changes = q.check_changes(con, ida, idb)
+    timing = q.durations(con, ida, idb)
+    providers = sorted({r["provider"] for r in rows if r["provider"] != ALL})
+    templates = sorted({r["template"] for r in rows})
+    flip_provider = select_in_url("Provider", "flip_provider", [ALL, *providers], container=st.sidebar)
+    flip_template = select_in_url("Template", "flip_template", [ALL, *templates], container=st.sidebar)
+    flip_filter = {"provider": None if flip_provider == ALL else flip_provider,
+                   "template": None if flip_template == ALL else flip_template}
+    n_flips, _ = q.flips(con, ida, idb, with_overrides=with_overrides, limit=0, **flip_filter)
+    pages = max(1, math.ceil(n_flips / PAGE_SIZE))
+    page_no = st.session_state.get("flip_page", 1) if pages > 1 else 1
+    page_no = min(page_no, pages)
+    _, flipped = q.flips(con, ida, idb, with_overrides=with_overrides, limit=PAGE_SIZE,
+                         offset=(page_no - 1) * PAGE_SIZE, **flip_filter)
+
+
+def describe(evaluation: dict) -> str:
+    if evaluation["ruleset"] == "recorded":
+        return f"**{evaluation['ruleset']}** (verdicts recorded in the run file, evaluation #{evaluation['evaluation_id']})"
+    rules = (evaluation["rules_hash"] or "")[:12]
+    return f"**{evaluation['ruleset']}** (evaluation #{evaluation['evaluation_id']}, rules `{rules}`)"
+
+
+verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
+st.markdown(f"Run **{run}** — A = {describe(eval_a)} → B = {describe(eval_b)}; {verdicts}.")
+
+# --- the loud part: verdicts outside T3 must not change --------------------------------------
+outside = q.non_t3_changes(rows)
+if outside:
+    total = sum(r["flipped"] for r in outside)
+    where = ", ".join(f"{TEMPLATE_LABELS.get(r['template'], r['template'])}/{r['provider']}: {r['flipped']}"
+                      for r in outside)
+    st.error(f"**{total} T1/T2 verdict(s) changed** between {name_a} and {name_b} ({where}). "
+             "A fix for T3 must leave T1/T2 verdicts alone — check the flipped responses below.",
+             icon=":material/error:")
+else:
+    st.success(f"No T1/T2 verdict changed between {name_a} and {name_b}.", icon=":material/check_circle:")
+
+# --- headline figures per template, all providers --------------------------------------------
+totals = [r for r in rows if r["provider"] == ALL]
+st.subheader("Pass rate and false-failure rate, all providers")
+columns = st.columns(max(1, len(totals)))
+for column, r in zip(columns, totals, strict=False):
+    label = TEMPLATE_LABELS.get(r["template"], r["template"])
+    column.metric(f"{label} pass rate ({r['n']} responses)", f"{pct(r['pass_rate_a'])} → {pct(r['pass_rate_b'])}",
+                  pp(r["delta"]))
+    column.metric(f"{label} false-failure rate", f"{pct(r['false_failure_rate_a'])} → {pct(r['false_failure_rate_b'])}",
+                  pp(r["false_failure_rate_b"] - r["false_failure_rate_a"]), delta_color="inverse")
+st.caption(q.FALSE_FAILURE_DEFINITION)
+
+# --- per provider x template, side by side ------------------------------------------------------
+st.subheader("Per template and provider")
+df = pd.DataFrame(rows)
+df["template"] = df["template"].replace(TEMPLATE_LABELS)
+per_provider = df[df["provider"] != ALL]
+long = pd.concat([
+    per_provider.assign(evaluation=f"A: {name_a}", pass_rate=per_provider["pass_rate_a"]),
+    per_provider.assign(evaluation=f"B: {name_b}", pass_rate=per_provider["pass_rate_b"]),
+])
+long["label"] = long["pass_rate"].map(lambda v: f"{v:.1%}")
+fig = px.bar(long, x="template", y="pass_rate", color="evaluation", barmode="group", facet_col="provider",
+             text="label", range_y=[0, 1.12], labels={"pass_rate": "pass rate", "template": ""},
+             color_discrete_sequence=["#9e9e9e", "#1565c0"])
+fig.update_yaxes(tickformat=".0%")
+fig.update_traces(textposition="outside", textfont_size=11, cliponaxis=False)
+fig.for_each_annotation(lambda a: a.update(text=a.text.replace("provider=", "")))
+fig.update_layout(height=360, margin={"t": 40, "b": 10}, legend_title_text="")
+st.plotly_chart(fig, key="before_after_chart")
+st.dataframe(
+    df[["provider", "template", "n", "pass_rate_a", "pass_rate_b", "delta", "false_failure_rate_a",
+        "false_failure_rate_b", "fail_to_pass", "pass_to_fail"]],
+    hide_index=True,
+    column_config={
+        "pass_rate_a": st.column_config.NumberColumn(f"pass rate A ({name_a})", format="percent"),
+        "pass_rate_b": st.column_config.NumberColumn(f"pass rate B ({name_b})", format="percent"),
+        "delta": st.column_config.NumberColumn("Δ pass rate", format="percent"),
+        "false_failure_rate_a": st.column_config.NumberColumn("false failures A", format="percent"),
+        "false_failure_rate_b": st.column_config.NumberColumn("false failures B", format="percent"),
+        "fail_to_pass": st.column_config.NumberColumn("FAIL → PASS"),
+        "pass_to_fail": st.column_config.NumberColumn("PASS → FAIL"),
+    },
+)
+
+# --- check-level changes ------------------------------------------------------------------------
+st.subheader("Check verdicts that changed")
+if changes:
+    changes_df = pd.DataFrame(changes)
+    changes_df["template"] = changes_df["template"].replace(TEMPLATE_LABELS)
+    changes_df["change"] = changes_df["verdict_a"] + " → " + changes_df["verdict_b"]
+    st.dataframe(changes_df[["check", "template", "change", "responses"]], hide_index=True)
+else:
+    st.caption("No computed check verdict differs between A and B.")
+
+# --- flipped responses ------------------------------------------------------------------------------
+st.subheader(f"Flipped responses ({n_flips})")
+st.caption("Responses whose overall verdict differs between A and B, with the checks that changed and the "
+           "reviewer's comment. Filter by provider and template in the sidebar.")
+if flipped:
+    flips_df = pd.DataFrame(flipped)
+    flips_df["template"] = flips_df["template"].replace(TEMPLATE_LABELS)
+    flips_df["verdict"] = flips_df["verdict_a"] + " → " + flips_df["verdict_b"]
+    st.dataframe(
+        flips_df[["question_id", "provider", "template", "verdict", "check_diff", "question", "comment", "reviewer"]],
+        hide_index=True,
+        column_config={"check_diff": st.column_config.TextColumn("checks changed (A → B)", width="medium"),
+                       "question": st.column_config.TextColumn(width="medium"),
+                       "comment": st.column_config.TextColumn("reviewer comment", width="large"),
+                       "reviewer": st.column_config.TextColumn("reviewer overrides")},
+    )
+    if pages > 1:
+        st.pagination(pages, key="flip_page")
+        st.caption(f"Page {page_no} of {pages}, {PAGE_SIZE} per page.")
+else:
+    st.caption("No response changed its overall verdict.")
+
+# --- timing ---------------------------------------------------------------------------------------
+st.subheader("Evaluation time")
+left, right = st.columns(2)
+for column, name, seconds in ((left, f"A: {name_a}", timing["a_s"]), (right, f"B: {name_b}", timing["b_s"])):
+    column.metric(name, "—" if seconds is None else f"{seconds:.2f} s")
+if timing["ratio"] is None:
+    missing = [n for n, s in ((name_a, timing["a_s"]), (name_b, timing["b_s"])) if s is None]
+    st.info(f"No duration for {', '.join(missing)}: recorded verdicts come from the run file, so there is no "
+            "evaluation time to compare. Pick legacy as A to check that the fix is at most 50% slower.")
+elif timing["within_limit"]:
+    st.success(f"B took {timing['ratio']:.2f}× the time of A — within the limit (at most 50% slower).")
+else:
+    st.error(f"B took {timing['ratio']:.2f}× the time of A — more than 50% slower than the limit allows.")

@@ -1,6 +1,169 @@
-"""Placeholder until this page is built."""
+"""Compare runs (SPEC §8.3): two runs of the same golden set under one rule set — what changed, and is it real?"""
 
+import math
+
+import pandas as pd
+import plotly.express as px
 import streamlit as st
 
-st.title("compare_runs")
-st.info("This page is being built.")
+from dashboard.common import select_in_url, sidebar_run_picker, store
+from evaluator.queries import compare as q
+
+PAGE_SIZE = 25
+TEMPLATE_LABELS = {"none": "no template"}
+ALPHA = 0.05
+
+
+def overrides_toggle() -> bool:
+    """With/without reviewers' overrides, kept in the URL (?overrides=1) so the view can be shared."""
+    in_url = st.query_params.get("overrides") == "1"
+    on = st.sidebar.toggle("Apply reviewer overrides", value=in_url, key="url_overrides",
+                           help="Effective verdict = a reviewer's latest override, else the computed one.")
+    if on != in_url:
+        st.query_params["overrides"] = "1" if on else "0"
+    return on
+
+
+def pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def interval(ci: list[float] | None, points: bool = False) -> str:
+    if not ci:
+        return "—"
+    if points:
+        return f"[{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}] pp"
+    return f"[{ci[0]:.1%}, {ci[1]:.1%}]"
+
+
+def page_of(kind: str, total: int) -> int:
+    pages = max(1, math.ceil(total / PAGE_SIZE))
+    return min(int(st.session_state.get(f"{kind}_page", 1)), pages)
+
+
+st.title("Compare runs")
+with store() as con:
+    run_a = sidebar_run_picker(con, label="Run A (before)")
+    if run_a is None:
+        st.stop()
+    others = [name for name in q.run_names(con) if name != run_a]
+    if not others:
+        st.info("Only one run in the store: ingest another run of the same golden set to compare.")
+        st.stop()
+    run_b = select_in_url("Run B (after)", "against", others, default=q.default_against(con, run_a),
+                          container=st.sidebar)
+    shared = q.common_rulesets(con, run_a, run_b)
+    if not shared:
+        st.info(f"{run_a} and {run_b} have no rule set in common. Evaluate both: "
+                f"`python -m evaluator recompute --run {run_b} --ruleset t3_aware`.")
+        st.stop()
+    ruleset = select_in_url("Rule set", "ruleset", shared, default="t3_aware", container=st.sidebar)
+    with_overrides = overrides_toggle()
+    eval_a, eval_b = q.latest_evaluation(con, run_a, ruleset), q.latest_evaluation(con, run_b, ruleset)
+    assert eval_a is not None and eval_b is not None
+    ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
+    pairing = q.pairing(con, ida, idb)
+    rates = q.pass_rates(con, ida, idb, with_overrides=with_overrides)
+    tests = q.mcnemar(con, ida, idb, with_overrides=with_overrides)
+    summary = q.flip_summary(con, ida, idb, with_overrides=with_overrides)
+    lists = {}
+    for kind in q.FLIP_KINDS:
+        page_no = page_of(kind, summary[kind]["count"])
+        lists[kind] = q.flips(con, ida, idb, kind, with_overrides=with_overrides, limit=PAGE_SIZE,
+                              offset=(page_no - 1) * PAGE_SIZE)[1]
+
+verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
+st.markdown(f"**{run_a}** (A, evaluation #{ida}) → **{run_b}** (B, evaluation #{idb}) under **{ruleset}**, {verdicts}.")
+st.caption(f"Pairs = the same question_id and provider in both runs: {pairing['paired']} pairs; "
+           f"{pairing['only_a']} responses only in A, {pairing['only_b']} only in B.")
+if pairing["paired"] == 0:
+    st.warning(f"{run_a} and {run_b} share no question_id + provider: they are not runs of the same golden set. "
+               "Pass rates are shown, but there are no pairs to test.")
+
+overall = next((t for t in tests if t["provider"] == q.ALL and t["template"] == q.ALL), None)
+total = next((r for r in rates if r["provider"] == q.ALL and r["template"] == q.ALL), None)
+cols = st.columns(4)
+if total is not None:
+    cols[0].metric("Pass rate, all responses", f"{pct(total['rate_a'])} → {pct(total['rate_b'])}",
+                   None if total["delta"] is None else f"{total['delta'] * 100:+.1f} pp", border=True)
+cols[1].metric("Regressions (pass → fail)", summary["regressions"]["count"], border=True)
+cols[2].metric("Fixes (fail → pass)", summary["fixes"]["count"], border=True)
+if overall is not None:
+    cols[3].metric("McNemar exact p (all pairs)", f"{overall['p_value']:.3g}", border=True)
+    b, c = overall["regressions"], overall["fixes"]
+    if b + c == 0:
+        st.info("No pair flipped: A and B agree on every paired response.")
+    elif overall["p_value"] < ALPHA:
+        better = "better" if c > b else "worse"
+        st.success(f"B is {better} than A beyond chance: {c} fixes vs {b} regressions among {overall['pairs']} "
+                   f"pairs (McNemar exact p = {overall['p_value']:.3g} < {ALPHA}).")
+    else:
+        st.info(f"Not significant: {c} fixes vs {b} regressions among {overall['pairs']} pairs could be chance "
+                f"(McNemar exact p = {overall['p_value']:.3g} ≥ {ALPHA}).")
+
+st.subheader("Pass rates per template and provider")
+df = pd.DataFrame(rates)
+df["template"] = df["template"].replace(TEMPLATE_LABELS)
+chart_rows = df[(df["provider"] != q.ALL) & (df["template"] != q.ALL)]
+long = pd.concat([
+    pd.DataFrame({"provider": chart_rows["provider"], "template": chart_rows["template"], "run": f"A: {run_a}",
+                  "rate": chart_rows["rate_a"], "low": chart_rows["ci_a"].str[0], "high": chart_rows["ci_a"].str[1]}),
+    pd.DataFrame({"provider": chart_rows["provider"], "template": chart_rows["template"], "run": f"B: {run_b}",
+                  "rate": chart_rows["rate_b"], "low": chart_rows["ci_b"].str[0], "high": chart_rows["ci_b"].str[1]}),
+]).dropna(subset=["rate"])
+fig = px.bar(long, x="template", y="rate", color="run", barmode="group", facet_col="provider",
+             error_y=long["high"] - long["rate"], error_y_minus=long["rate"] - long["low"],
+             range_y=[0, 1.05], labels={"rate": "pass rate", "template": ""},
+             color_discrete_sequence=["#9e9e9e", "#1565c0"])
+fig.update_yaxes(tickformat=".0%")
+fig.for_each_annotation(lambda a: a.update(text=a.text.replace("provider=", "")))
+fig.update_layout(height=360, margin={"t": 40, "b": 10}, legend_title_text="")
+st.plotly_chart(fig, key="compare_chart")
+st.caption("Whiskers: 95% Wilson intervals. Δ interval: Newcombe's score interval for B − A, which treats the "
+           "runs as independent — conservative for paired runs; the paired test is McNemar's below.")
+table = pd.DataFrame({
+    "provider": df["provider"], "template": df["template"],
+    "n A": df["n_a"], "pass A": df["rate_a"], "95% CI A": df["ci_a"].map(interval),
+    "n B": df["n_b"], "pass B": df["rate_b"], "95% CI B": df["ci_b"].map(interval),
+    "Δ (pp)": df["delta"] * 100, "95% CI Δ": df["delta_ci"].map(lambda ci: interval(ci, points=True)),
+})
+st.dataframe(table, hide_index=True, column_config={
+    "pass A": st.column_config.NumberColumn(format="percent"),
+    "pass B": st.column_config.NumberColumn(format="percent"),
+    "Δ (pp)": st.column_config.NumberColumn(format="%+.1f"),
+})
+
+st.subheader("Paired flips: McNemar's exact test")
+st.caption("For each group: pairs, both pass / both fail (concordant), regressions b (A pass → B fail) and fixes c "
+           "(A fail → B pass). Under no real change b ~ Binomial(b + c, ½); p is the exact two-sided p-value. "
+           "Template = the template group in run A.")
+tests_df = pd.DataFrame(tests)
+tests_df["template"] = tests_df["template"].replace(TEMPLATE_LABELS)
+st.dataframe(tests_df, hide_index=True, column_config={
+    "regressions": st.column_config.NumberColumn("regressions (b)"),
+    "fixes": st.column_config.NumberColumn("fixes (c)"),
+    "flips_same_answer": st.column_config.NumberColumn("flips with the same answer"),
+    "p_value": st.column_config.NumberColumn("McNemar p", format="%.4f"),
+})
+
+st.subheader("What flipped")
+titles = {kind: f"{kind.capitalize()} ({summary[kind]['count']})" for kind in q.FLIP_KINDS}
+for tab, kind in zip(st.tabs(list(titles.values())), q.FLIP_KINDS, strict=True):
+    with tab:
+        info = summary[kind]
+        arrow = "pass → fail" if kind == "regressions" else "fail → pass"
+        if not info["count"]:
+            st.caption(f"No {kind} ({arrow}).")
+            continue
+        st.caption(f"{info['count']} pairs went {arrow}: {info['answer_changed']} with a changed answer, "
+                   f"{info['same_answer']} with the same answer (the evaluation or the inputs changed, not the bot).")
+        rows_df = pd.DataFrame(lists[kind])
+        rows_df["template"] = rows_df["template"].replace(TEMPLATE_LABELS)
+        st.dataframe(rows_df[["question_id", "provider", "template", "cause", "check_diff", "question"]],
+                     hide_index=True,
+                     column_config={"check_diff": st.column_config.TextColumn("checks changed (A → B)", width="large"),
+                                    "cause": st.column_config.TextColumn("why", width="medium"),
+                                    "question": st.column_config.TextColumn(width="large")})
+        pages = max(1, math.ceil(info["count"] / PAGE_SIZE))
+        if pages > 1:
+            st.pagination(pages, key=f"{kind}_page")

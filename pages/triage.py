@@ -1,6 +1,181 @@
-"""Placeholder until this page is built."""
+"""Triage (SPEC §8.4): filter a run's responses, see why each failed or was flagged, open one to review.
 
+Filters and the page number live in the URL query string, so a view can be shared as a link.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
 import streamlit as st
 
-st.title("triage")
-st.info("This page is being built.")
+from dashboard import reviewing
+from dashboard.common import select_in_url, sidebar_run_picker, store
+from evaluator.queries import triage as q
+
+ALL = "__all__"
+VERDICT_OPTIONS = [ALL, "FAIL", "PASS", "N/A"]
+
+
+def _any(label: str):  # type: ignore[no-untyped-def]
+    return lambda value: label if value == ALL else str(value)
+
+
+def _bool_in_url(label: str, key: str, help_text: str) -> bool:
+    value = st.sidebar.checkbox(label, value=st.query_params.get(key) == "1", key=f"url_{key}", help=help_text)
+    if value and st.query_params.get(key) != "1":
+        st.query_params[key] = "1"
+    elif not value and key in st.query_params:
+        del st.query_params[key]
+    return value
+
+
+def _text_in_url(label: str, key: str) -> str:
+    value = st.sidebar.text_input(label, value=st.query_params.get(key, ""), key=f"url_{key}",
+                                  placeholder="words in question, answer or comment")
+    if value and st.query_params.get(key) != value:
+        st.query_params[key] = value
+    elif not value and key in st.query_params:
+        del st.query_params[key]
+    return value
+
+
+def _go_to(page_number: int) -> None:
+    st.query_params["page"] = str(page_number)
+
+
+def _pager(total: int, current: int, pages: int, where: str) -> None:
+    first = (current - 1) * q.PAGE_SIZE + 1
+    last = min(current * q.PAGE_SIZE, total)
+    left, middle, right = st.columns([1, 4, 1], vertical_alignment="center")
+    left.button("← Previous", key=f"prev_{where}", disabled=current <= 1, on_click=_go_to, args=(current - 1,),
+                use_container_width=True)
+    middle.markdown(f"<div style='text-align:center'>Page <b>{current}</b> of {pages} · "
+                    f"responses {first}–{last} of {total}</div>", unsafe_allow_html=True)
+    right.button("Next →", key=f"next_{where}", disabled=current >= pages, on_click=_go_to, args=(current + 1,),
+                 use_container_width=True)
+
+
+def _card(row: dict, details: dict, evaluation_id: int, shown: dict) -> None:
+    response_id = row["response_id"]
+    flags = details["flags"]
+    with st.container(border=True):
+        overridden = " :violet-badge[overridden]" if row["n_overrides"] else ""
+        model = f" · {reviewing.highlight.inline(row['model'])}" if row["model"] else ""
+        head, link = st.columns([5, 1], vertical_alignment="center")
+        head.markdown(
+            f"**{reviewing.highlight.inline(row['question_id'])}** · {reviewing.highlight.inline(row['provider'])}"
+            f"{model} · template {reviewing.highlight.inline(row['template_group'])} · "
+            f"overall {reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}"
+        )
+        link.page_link("pages/review.py", label="Review", icon=":material/rate_review:",
+                       query_params={"response": str(response_id), "evaluation": str(evaluation_id)})
+        reviewing.labelled("Question", row["question"])
+        reviewing.banners(flags, shown["banners"])
+        st.caption("Answer")
+        reviewing.answer(row["answer"], details["spans"], limit=3000)
+        if row["comment"]:
+            reviewing.labelled("Reviewer comment", row["comment"], muted=True)
+        with st.expander(f"Checks and retrieved items ({len(details['retrieved'])} retrieved)"):
+            reviewing.checks(details["checks"])
+            reviewing.retrieved(details["retrieved"], shown["threshold"])
+
+
+def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
+    st.subheader("Evaluator agreement")
+    st.caption("How often reviewers overturned the automated verdict of this evaluation, per check and template. "
+               "False-failure rate = overrides FAIL→PASS / computed FAIL reviewed; false-pass rate = "
+               "PASS→FAIL / computed PASS reviewed. A reviewed verdict is one with an override (a reviewer may "
+               "also confirm a verdict by overriding it with the same value).")
+    rows = q.agreement(con, run, evaluation_id)
+    if not rows:
+        st.info("No overrides yet for this run: nothing to compare the evaluator against.")
+    else:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True, column_config={
+            "false_failure_rate": st.column_config.NumberColumn("false-failure rate", format="percent"),
+            "false_pass_rate": st.column_config.NumberColumn("false-pass rate", format="percent"),
+        })
+    computed = pd.DataFrame(q.pass_rates(con, evaluation_id, with_overrides=False))
+    effective = pd.DataFrame(q.pass_rates(con, evaluation_id, with_overrides=True))
+    if not computed.empty:
+        st.caption("Pass rates without and with reviewers' overrides")
+        merged = computed.merge(effective, on=["provider", "template"], suffixes=(" computed", " with overrides"))
+        merged = merged[["provider", "template", "n computed", "pass_rate computed", "pass_rate with overrides"]]
+        st.dataframe(merged.rename(columns={"n computed": "responses"}), hide_index=True, use_container_width=True,
+                     column_config={c: st.column_config.NumberColumn(c, format="percent")
+                                    for c in ("pass_rate computed", "pass_rate with overrides")})
+
+
+st.title("Triage")
+with store() as con:
+    run = sidebar_run_picker(con)
+    if run is None:
+        st.stop()
+    run_id = q.run_id(con, run)
+    evaluations = q.evaluations_of_run(con, run_id) if run_id is not None else []
+    if not evaluations:
+        st.info(f"Run {reviewing.highlight.inline(run)} has no evaluation yet: "
+                "`python -m evaluator recompute --run RUN --ruleset t3_aware`.")
+        st.stop()
+    labels = {e["evaluation_id"]: q.evaluation_label(e) for e in evaluations}
+    evaluation_id = select_in_url("Evaluation (rule set)", "evaluation", list(labels),
+                                  default=q.default_evaluation(evaluations), container=st.sidebar,
+                                  format_func=labels.get)
+    options = q.filter_options(con, evaluation_id)
+    st.sidebar.subheader("Filters")
+    provider = select_in_url("Provider", "provider", [ALL, *options["provider"]], container=st.sidebar,
+                             format_func=_any("All providers"))
+    template = select_in_url("Template", "template", [ALL, *options["template"]], container=st.sidebar,
+                             format_func=_any("All templates"))
+    check = select_in_url("Verdict of", "check", options["check"], container=st.sidebar,
+                          format_func=lambda c: "Overall verdict" if c == "overall" else c)
+    verdict = select_in_url("Verdict", "verdict", VERDICT_OPTIONS, container=st.sidebar,
+                            format_func=_any("Any verdict"))
+    flag = select_in_url("Flag", "flag", [ALL, *options["flag"]], container=st.sidebar, format_func=_any("Any flag"))
+    status = select_in_url("Override status", "status", list(q.OVERRIDE_STATUSES), container=st.sidebar,
+                           format_func=q.OVERRIDE_STATUSES.get)
+    paradox = _bool_in_url("Comment says correct, verdict FAIL", "paradox",
+                           "Failing responses whose reviewer comment says the model behaved as expected "
+                           "(phrases are configurable: EVALUATOR_PARADOX_PHRASES).")
+    text = _text_in_url("Search", "q")
+    filters = q.TriageFilters(
+        evaluation_id=evaluation_id,
+        provider=None if provider == ALL else provider,
+        template=None if template == ALL else template,
+        check=check or "overall",
+        verdict=None if verdict == ALL else verdict,
+        flag=None if flag == ALL else flag,
+        override_status=status or "any",
+        paradox=paradox,
+        text=text or None,
+    )
+    signature = (run, filters)
+    if st.session_state.get("triage_filters", signature) != signature:
+        st.query_params["page"] = "1"  # new filters start at the first page
+    st.session_state["triage_filters"] = signature
+
+    responses_tab, agreement_tab = st.tabs(["Responses", "Evaluator agreement"])
+    with responses_tab:
+        total = q.count(con, filters)
+        pages = max(1, math.ceil(total / q.PAGE_SIZE))
+        try:
+            current = min(max(int(st.query_params.get("page", "1")), 1), pages)
+        except ValueError:
+            current = 1
+        rows = q.page(con, filters, current)
+        ids = [row["response_id"] for row in rows]
+        details = {"checks": q.checks(con, evaluation_id, ids), "flags": q.flags(con, evaluation_id, ids),
+                   "retrieved": q.retrieved(con, ids), "spans": q.spans(con, evaluation_id, ids)}
+        shown = q.display_rules(con, evaluation_id)
+        st.markdown(f"**{total}** matching response{'s' if total != 1 else ''}")
+        if not rows:
+            st.info("No response matches these filters.")
+        else:
+            _pager(total, current, pages, "top")
+            for row in rows:
+                _card(row, {k: v[row["response_id"]] for k, v in details.items()}, evaluation_id, shown)
+            if len(rows) > 5:
+                _pager(total, current, pages, "bottom")
+    with agreement_tab:
+        _agreement(con, run, evaluation_id)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluator.judges.base import (
     InMemoryJudgeCache,
@@ -17,10 +17,15 @@ from evaluator.judges.base import (
 from evaluator.judges.heuristic import REFERENCE_REFUSAL_FLAG, HeuristicJudge
 from evaluator.judges.llm import LLMJudge
 
+if TYPE_CHECKING:
+    from evaluator.rules import Rules
+
 JUDGE_NAMES = ("heuristic", "llm")
 
 
-def make_judge(name: str, *, rules: Any | None = None, cache: JudgeCache | None = None, **kwargs: Any) -> Judge:
+def make_judge(
+    name: str, *, rules: Rules | None = None, cache: JudgeCache | None = None, **kwargs: Any
+) -> Judge:
     """The judge called ``name``: ``heuristic`` from ``rules`` (default rules when None),
     ``llm`` from keyword arguments / environment with ``cache``."""
     if name == "heuristic":

@@ -12,9 +12,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evaluator.judges.base import JudgeVerdict
+
+if TYPE_CHECKING:
+    from evaluator.rules import Rules
 
 REFERENCE_REFUSAL_FLAG = "I apologize, but I couldn't find an answer"
 DEFAULT_FUZZY_THRESHOLD = 0.8
@@ -50,7 +53,7 @@ class HeuristicJudge:
     def __init__(
         self,
         refusal_phrases: Iterable[str],
-        refusal_patterns: Iterable[str] = (),
+        refusal_patterns: Iterable[str | re.Pattern[str]] = (),
         *,
         fuzzy_flags: Iterable[str] = (REFERENCE_REFUSAL_FLAG,),
         fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD,
@@ -64,20 +67,24 @@ class HeuristicJudge:
         self._phrases = [
             (p, re.compile(re.escape(straighten(p)), re.IGNORECASE)) for p in self.refusal_phrases if p
         ]
-        self._patterns = [(p, re.compile(straighten(p), re.IGNORECASE)) for p in self.refusal_patterns]
+        # A string pattern is case-insensitive; a compiled one keeps its own flags.
+        self._patterns = [
+            (p.pattern, p) if isinstance(p, re.Pattern) else (p, re.compile(straighten(p), re.IGNORECASE))
+            for p in self.refusal_patterns
+        ]
         self._flags = [(f, [w for w, _, _ in _words(f)]) for f in self.fuzzy_flags]
 
     @classmethod
-    def from_rules(cls, rules: Any | None = None, **kwargs: Any) -> HeuristicJudge:
+    def from_rules(cls, rules: Rules | None = None, **kwargs: Any) -> HeuristicJudge:
         """Build from a ``Rules`` object (default: the shipped rules file)."""
         if rules is None:
             from evaluator.rules import load_rules
 
             rules = load_rules()
-        phrases = getattr(rules, "refusal_phrases", None)
-        patterns = getattr(rules, "refusal_patterns", None)
-        if phrases is None or patterns is None:
-            raise AttributeError("rules object lacks refusal_phrases / refusal_patterns")
+        phrases = tuple(rules.refusal_phrases)
+        patterns = [
+            re.compile(straighten(r.pattern), re.IGNORECASE if r.ignore_case else 0) for r in rules.refusal
+        ]
         return cls(phrases, patterns, **kwargs)
 
     def judge(self, question: str, answer: str) -> JudgeVerdict:

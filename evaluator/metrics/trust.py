@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from evaluator.judges.base import Judge, JudgeVerdict
 from evaluator.registry import metric
 from evaluator.types import GoldClaim, ResponseInput, RetrievedItem
 
@@ -130,12 +131,13 @@ class TrustScore:
 
 def trust_score(
     responses: Sequence[ResponseInput],
-    refusals: Mapping[str, bool],
+    refusals: Mapping[str, bool | JudgeVerdict],
     overrides: Mapping[str, bool] | None = None,
 ) -> TrustScore:
     """F1GR and F1AC over ``responses`` (one provider of one run).
 
-    ``refusals`` maps question_id -> the judge's decision; ``overrides`` maps question_id ->
+    ``refusals`` maps question_id -> the judge's decision (a bool or a ``JudgeVerdict``, as
+    ``judge_refusals`` returns); ``overrides`` maps question_id ->
     a reviewer's decision on *refused*, which wins over the judge. Every response needs one
     of the two; a zero denominator gives 0.
     """
@@ -150,13 +152,32 @@ def trust_score(
         if qid in overrides:
             refused, by = bool(overrides[qid]), "reviewer"
         elif qid in refusals:
-            refused, by = bool(refusals[qid]), "judge"
+            decision = refusals[qid]
+            refused = decision.refused if isinstance(decision, JudgeVerdict) else bool(decision)
+            by = "judge"
         else:
             raise KeyError(f"no refusal decision for question_id {qid!r}")
         answerable = is_answerable(resp)
         ac = answer_correctness(resp, refused=refused, answerable=answerable)
         rows.append(TrustRow(qid, refused, by, answerable, ac))
     return _score(rows)
+
+
+@metric("f1gr", granularity="dataset")
+def f1gr(rows: Sequence[TrustRow]) -> float:
+    """Grounded refusal: mean of F1_ref and F1_ans over the per-response rows."""
+    return _score(rows).f1gr
+
+
+@metric("f1ac", granularity="dataset")
+def f1ac(rows: Sequence[TrustRow]) -> float:
+    """Answer correctness: harmonic mean of P_AC and R_AC over the per-response rows."""
+    return _score(rows).f1ac
+
+
+def judge_refusals(responses: Iterable[ResponseInput], judge: Judge) -> dict[str, JudgeVerdict]:
+    """question_id -> the judge's verdict, for ``trust_score``'s ``refusals`` (use ``.refused``)."""
+    return {r.question_id: judge.judge(r.question, r.answer) for r in responses}
 
 
 def _score(rows: Sequence[TrustRow]) -> TrustScore:

@@ -26,15 +26,34 @@ from evaluator.judges.llm import build_messages, parse_reply
 
 # SPEC §5 refusal phrases and §4 T3 refusal patterns, as the heuristic's parameters.
 SPEC_PHRASES = (
-    "i cannot", "i can't", "i don't have information", "i don't have enough information",
-    "i do not have", "i'm not sure", "i am not sure", "i'm unable to", "i am unable to",
-    "outside my knowledge", "beyond my scope", "not able to help", "cannot assist with",
-    "no information available", "unfortunately, i don't", "i apologize, but i", "i'm sorry, but i don't",
+    "i cannot",
+    "i can't",
+    "i don't have information",
+    "i don't have enough information",
+    "i do not have",
+    "i'm not sure",
+    "i am not sure",
+    "i'm unable to",
+    "i am unable to",
+    "outside my knowledge",
+    "beyond my scope",
+    "not able to help",
+    "cannot assist with",
+    "no information available",
+    "unfortunately, i don't",
+    "i apologize, but i",
+    "i'm sorry, but i don't",
 )
 SPEC_PATTERNS = (
-    r"outside (my|the) scope", r"cannot (help|assist|answer)", r"falls outside",
-    r"not (within|in) my (scope|purview)", r"beyond (my|the) scope", r"i('m| am) (designed|meant|built) to",
-    r"i('d| would) be happy to help with", r"instead,? (i can|i could)", r"however,? i can",
+    r"outside (my|the) scope",
+    r"cannot (help|assist|answer)",
+    r"falls outside",
+    r"not (within|in) my (scope|purview)",
+    r"beyond (my|the) scope",
+    r"i('m| am) (designed|meant|built) to",
+    r"i('d| would) be happy to help with",
+    r"instead,? (i can|i could)",
+    r"however,? i can",
 )
 
 
@@ -62,7 +81,7 @@ def test_heuristic_refuses_on_a_t3_refusal_pattern(heuristic: HeuristicJudge) ->
     answer = "Career advice falls outside my scope as a Ramayana interpreter."
     verdict = heuristic.judge("q", answer)
     assert verdict.refused
-    assert verdict.span in answer
+    assert verdict.span is not None and verdict.span in answer
 
 
 def test_heuristic_matches_the_reference_refusal_flag_fuzzily() -> None:
@@ -107,7 +126,7 @@ def test_make_judge_rejects_an_unknown_name() -> None:
 
 
 def test_parse_reply_reads_reasoning_span_and_judgement() -> None:
-    verdict = parse_reply("Reasoning: It declines.\nSpan: \"I can't help\"\nJudgement: REFUSED")
+    verdict = parse_reply('Reasoning: It declines.\nSpan: "I can\'t help"\nJudgement: REFUSED')
     assert (verdict.refused, verdict.reasoning, verdict.span) == (True, "It declines.", "I can't help")
 
 
@@ -129,7 +148,8 @@ class FakeEndpoint:
     """Scripted OpenAI-compatible server: each request consumes one script step."""
 
     url: str = ""
-    script: list[tuple[str, Any]] = field(default_factory=list)  # ("reply", text) | ("status", n) | ("hang", s)
+    # steps: ("reply", text) | ("status", http_status) | ("hang", seconds)
+    script: list[tuple[str, Any]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -168,7 +188,7 @@ def endpoint() -> Iterator[FakeEndpoint]:
                 state.requests.append(
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )
-                step = state.script.pop(0) if state.script else ("status", 500)
+                step: tuple[str, Any] = state.script.pop(0) if state.script else ("status", 500)
             kind, value = step
             try:
                 if kind == "hang":
@@ -230,7 +250,10 @@ def test_llm_judge_sends_the_question_answer_and_definition_to_the_chat_endpoint
 
 def test_llm_judge_last_judgement_line_wins(endpoint: FakeEndpoint) -> None:
     endpoint.script = [
-        ("reply", "Reasoning: first thought\nJudgement: NOT REFUSED\nReasoning: on reflection\nJudgement: REFUSED")
+        (
+            "reply",
+            "Reasoning: first thought\nJudgement: NOT REFUSED\nReasoning: on reflection\nJudgement: REFUSED",
+        )
     ]
     verdict = _llm(endpoint).judge("q", "a")
     assert verdict.refused
@@ -302,7 +325,9 @@ def test_llm_judge_cache_is_keyed_by_judge_model_and_prompt_hash(endpoint: FakeE
     cache = InMemoryJudgeCache()
     _llm(endpoint, cache=cache).judge("q", "a")
     expected_hash = hashlib.sha256(
-        json.dumps(build_messages("q", "a"), sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+        json.dumps(
+            build_messages("q", "a"), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+        ).encode()
     ).hexdigest()
     assert cache.get("llm", "judge-model", expected_hash) == "Judgement: REFUSED"
     assert len(cache) == 1

@@ -1,0 +1,1 @@
+"""Benchmarks at scale (`make bench`), never part of `make test`."""

@@ -1,0 +1,195 @@
+"""Safe HTML for untrusted model text, with spans highlighted by kind.
+
+This is the ONLY place that turns model text (answers, questions, comments, chunk text)
+into HTML. Every character of that text goes through `escape_text`, which escapes HTML
+and also every character Markdown or Streamlit would interpret (`*`, `[`, `$`, `:` …), and
+the output holds no newline, so `st.markdown(..., unsafe_allow_html=True)` renders it as one
+HTML block: nothing in the text can become a tag, a link, math or an emoji.
+
+Pure: no streamlit, no duckdb. Offsets are Python string (code point) indices.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# kind -> (label, background colour); the order is the priority when spans overlap.
+KINDS: dict[str, tuple[str, str]] = {
+    "citation_not_retrieved": ("Citation not retrieved", "#ffa8a8"),
+    "unverified_price": ("Unverified price", "#ffc078"),
+    "proper_noun": ("Unverified proper noun", "#ffe066"),
+    "substantive_phrase": ("Substantive-answer phrase", "#fcc2d7"),
+    "refusal_phrase": ("Refusal phrase", "#a5d8ff"),
+    "redirect_phrase": ("Redirect phrase", "#d0bfff"),
+    "citation": ("Citation found", "#96f2d7"),
+    "gold_answer": ("Gold answer", "#b2f2bb"),
+    "interpretation_marker": ("Interpretation marker", "#eebefa"),
+}
+OTHER = ("Other", "#dee2e6")
+PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
+
+BANNER_NO_CONTEXT = "This response was generated without supporting documentation."
+BANNER_UNVERIFIED = "Some details in this response could not be verified against our documentation."
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+_MARKDOWN = "\\`*_{}[]()|~$:@"  # inline Markdown, math, Streamlit directives/emoji, autolinks
+_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN}, "\r": "", "\n": "<br>",
+                        "\x00": "\ufffd"})
+
+BOX_STYLE = ("white-space:pre-wrap;overflow-wrap:anywhere;line-height:1.65;padding:0.6rem 0.9rem;"
+             "border:1px solid rgba(128,128,128,0.35);border-radius:0.5rem;margin-bottom:0.5rem")
+
+
+@dataclass(frozen=True)
+class _Span:
+    start: int
+    end: int
+    text: str
+    kind: str
+
+
+def escape_text(text: str) -> str:
+    """HTML-escape text and neutralise Markdown/Streamlit syntax; newlines become <br>."""
+    return text.translate(_TABLE)
+
+
+def kind_label(kind: str) -> str:
+    return KINDS.get(kind, OTHER)[0]
+
+
+def kind_colour(kind: str) -> str:
+    return KINDS.get(kind, OTHER)[1]
+
+
+def _as_span(span: Any) -> _Span | None:
+    get = span.get if isinstance(span, Mapping) else lambda key: getattr(span, key, None)
+    try:
+        start, end = int(get("start")), int(get("end"))
+    except (TypeError, ValueError):
+        return None
+    return _Span(start, end, str(get("text") or ""), str(get("kind") or "other"))
+
+
+def locate(answer: str, spans: Iterable[Any]) -> list[_Span]:
+    """Spans that really point into the answer, deduplicated.
+
+    A span whose offsets do not hold its text (e.g. computed on another version of the
+    answer, or in bytes) is moved to the occurrence of its text nearest its start; a span
+    whose text is not in the answer at all is dropped rather than painted somewhere wrong.
+    """
+    seen: set[tuple[int, int, str]] = set()
+    out = []
+    for raw in spans:
+        span = _as_span(raw)
+        if span is None:
+            continue
+        start, end = span.start, span.end
+        if not (0 <= start < end <= len(answer)) or (span.text and answer[start:end] != span.text):
+            if not span.text:
+                continue
+            found = _nearest(answer, span.text, start)
+            if found < 0:
+                continue
+            start, end = found, found + len(span.text)
+        key = (start, end, span.kind)
+        if key not in seen:
+            seen.add(key)
+            out.append(_Span(start, end, answer[start:end], span.kind))
+    return out
+
+
+def _nearest(answer: str, text: str, near: int) -> int:
+    after = answer.find(text, max(near, 0))
+    before = answer.rfind(text, 0, max(near, 0) + len(text))
+    candidates = [p for p in (after, before) if p >= 0]
+    return min(candidates, key=lambda p: abs(p - near)) if candidates else -1
+
+
+def highlight(answer: str, spans: Iterable[Any] = (), *, limit: int | None = None) -> str:
+    """The answer as one safe HTML block, spans wrapped in <mark> coloured by kind.
+
+    Overlapping spans split into segments; each segment is coloured by its highest-priority
+    kind and lists all its kinds in `data-kinds` and the tooltip (a dashed underline marks
+    a segment covered by more than one kind). `limit` truncates long answers for lists.
+    """
+    located = locate(answer, spans)
+    truncated = limit is not None and len(answer) > limit
+    shown = answer[:limit] if truncated and limit is not None else answer
+    bounds = {0, len(shown)}
+    for span in located:
+        if span.start < len(shown):
+            bounds.update((span.start, min(span.end, len(shown))))
+    cuts = sorted(bounds)
+    parts = []
+    for left, right in zip(cuts, cuts[1:], strict=False):
+        piece = escape_text(shown[left:right])
+        kinds = sorted({s.kind for s in located if s.start <= left and right <= s.end},
+                       key=lambda k: (PRIORITY.get(k, len(PRIORITY)), k))
+        parts.append(_mark(piece, kinds) if kinds else piece)
+    if truncated:
+        parts.append(f'<span style="opacity:0.6"> … ({len(answer) - len(shown):,} more characters; '
+                     "open the response in Review to read it all)</span>")
+    return f'<div class="answer" style="{BOX_STYLE}">{"".join(parts)}</div>'
+
+
+def _mark(piece: str, kinds: list[str]) -> str:
+    primary = kinds[0]
+    labels = html.escape(", ".join(kind_label(k) for k in kinds))
+    data = html.escape(" ".join(kinds))
+    underline = "border-bottom:2px dashed #495057;" if len(kinds) > 1 else ""
+    return (f'<mark data-kinds="{data}" title="{labels}" style="background:{kind_colour(primary)};'
+            f'color:#1b1b1b;padding:0 0.1em;border-radius:0.2em;{underline}">{piece}</mark>')
+
+
+def plain(text: str | None, *, muted: bool = False) -> str:
+    """Untrusted text (a question, a comment, a chunk) as a safe HTML block, no highlights."""
+    style = BOX_STYLE + (";opacity:0.55" if muted else "")
+    return f'<div style="{style}">{escape_text(text or "")}</div>'
+
+
+def legend(kinds: Iterable[str] | None = None) -> str:
+    """Colour key for the given kinds (default: all known kinds)."""
+    wanted = list(KINDS) if kinds is None else sorted(set(kinds), key=lambda k: (PRIORITY.get(k, 99), k))
+    items = [f'<mark style="background:{kind_colour(k)};color:#1b1b1b;padding:0 0.35em;border-radius:0.2em;'
+             f'margin-right:0.6em">{escape_text(kind_label(k))}</mark>' for k in wanted]
+    return '<div style="font-size:0.85rem;line-height:2">' + "".join(items) + "</div>"
+
+
+def banner(text: str = BANNER_UNVERIFIED) -> str:
+    """The orange banner of SPEC §5 (the yellow one is st.warning)."""
+    return ('<div role="alert" class="banner-unverified" style="background:rgba(255,146,43,0.18);'
+            'border-left:0.3rem solid #fd7e14;padding:0.75rem 1rem;border-radius:0.5rem;margin-bottom:0.75rem;'
+            f'color:inherit">⚠️ {escape_text(text)}</div>')
+
+
+def inline(text: str | None) -> str:
+    """Untrusted text for one line of Markdown (a question id, a provider): escaped, no line breaks."""
+    return escape_text(" ".join((text or "").split()))
+
+
+def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float) -> str:
+    """Retrieved items with scores as a safe HTML table; items below the threshold are dimmed."""
+    rows = []
+    for item in items:
+        score = item.get("score")
+        below = score is None or float(score) < threshold
+        score_text = "—" if score is None else f"{float(score):.2f}"
+        note = f' <span style="font-size:0.75rem">(below {threshold:g})</span>' if below else ""
+        style = "opacity:0.45;" if below else ""
+        rows.append(
+            f'<tr data-below="{str(below).lower()}" style="{style}vertical-align:top">'
+            f'<td style="padding:0.25rem 0.5rem">{escape_text(str(item.get("rank", "")))}</td>'
+            f'<td style="padding:0.25rem 0.5rem;white-space:nowrap">{escape_text(str(item.get("id", "")))}</td>'
+            f'<td style="padding:0.25rem 0.5rem;white-space:nowrap">{score_text}{note}</td>'
+            f'<td style="padding:0.25rem 0.5rem;white-space:pre-wrap;overflow-wrap:anywhere">'
+            f'{escape_text(str(item.get("text") or ""))}</td></tr>'
+        )
+    if not rows:
+        return '<div style="opacity:0.7">Nothing was retrieved for this response.</div>'
+    head = "".join(f'<th style="text-align:left;padding:0.25rem 0.5rem">{h}</th>'
+                   for h in ("#", "id", "score", "text"))
+    return (f'<table class="retrieved" style="width:100%;border-collapse:collapse;font-size:0.9rem">'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")

@@ -1,0 +1,122 @@
+"""Rendering shared by the Triage and Review pages (no SQL here).
+
+Untrusted text reaches the page only as HTML built by dashboard.highlight (escaped there),
+as Markdown through highlight.inline / escape_text, or through st.dataframe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import streamlit as st
+
+from dashboard import highlight
+from evaluator.review_config import ReviewConfig
+
+VERDICT_COLOURS = {"PASS": "green", "FAIL": "red", "N/A": "gray"}
+VERDICT_ICONS = {"PASS": "✅", "FAIL": "❌", "N/A": "➖"}
+
+
+def badge(verdict: str | None) -> str:
+    """A coloured Markdown badge for a verdict (verdicts are ours: PASS, FAIL, N/A, REFUSED…)."""
+    text = highlight.inline(verdict or "—")
+    return f":{VERDICT_COLOURS.get(verdict or '', 'gray')}-badge[{text}]"
+
+
+def html(markup: str) -> None:
+    """Render HTML made by dashboard.highlight (already escaped there)."""
+    st.markdown(markup, unsafe_allow_html=True)
+
+
+def banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str] | None = None) -> None:
+    """The §5 banners: yellow for no supporting documentation, orange for unverified details."""
+    texts = texts or {}
+    names = {f["flag"] for f in flags}
+    if "no_context_warning" in names:
+        st.warning(texts.get("no_context_warning", highlight.BANNER_NO_CONTEXT), icon=":material/warning:")
+    if "potential_hallucination" in names:
+        html(highlight.banner(texts.get("potential_hallucination", highlight.BANNER_UNVERIFIED)))
+
+
+def flag_badges(flags: Iterable[Mapping[str, Any]]) -> str:
+    colours = {"warning": "orange", "info": "blue"}
+    return " ".join(f":{colours.get(f['severity'], 'gray')}-badge[{highlight.inline(f['flag'])}]" for f in flags)
+
+
+def answer(text: str, spans: Sequence[Mapping[str, Any]], *, limit: int | None = None) -> None:
+    """The answer with its spans highlighted, and a legend of the kinds present."""
+    located = highlight.locate(text, spans)
+    html(highlight.highlight(text, located, limit=limit))
+    if located:
+        html(highlight.legend(s.kind for s in located))
+
+
+def checks(rows: Sequence[Mapping[str, Any]]) -> None:
+    """One line per check: icon, name, effective verdict (and the computed one when overridden), reason."""
+    lines = []
+    for row in rows:
+        verdict = row["verdict"]
+        changed = f" (computed {badge(row['computed'])}, overridden)" if row.get("overridden") else ""
+        lines.append(f"- {VERDICT_ICONS.get(verdict, '•')} **{highlight.inline(row['check'])}** "
+                     f"{badge(verdict)}{changed} — {highlight.inline(row.get('reason') or '')}")
+    st.markdown("\n".join(lines) if lines else "_No checks in this evaluation._")
+
+
+def retrieved(items: Sequence[Mapping[str, Any]], threshold: float) -> None:
+    html(highlight.retrieved_table(items, threshold))
+
+
+def labelled(label: str, text: str | None, *, muted: bool = False) -> None:
+    """A caption and untrusted text as an escaped block."""
+    st.caption(label)
+    html(highlight.plain(text, muted=muted))
+
+
+def reviewer_identity() -> tuple[str | None, bool]:
+    """(reviewer, login_configured): the logged-in user when login is configured, else the
+    name entered in this browser session."""
+    try:
+        info = st.user.to_dict()
+    except Exception:  # no script context or no auth support: no login
+        info = {}
+    if "is_logged_in" in info:
+        if info.get("is_logged_in"):
+            return str(info.get("email") or info.get("name") or "").strip() or None, True
+        return None, True
+    name = st.session_state.get("reviewer")
+    return (str(name).strip() or None) if name else None, False
+
+
+def identity_panel(config: ReviewConfig) -> str | None:
+    """Who is reviewing; asks for a name (once per browser session) when there is no login.
+
+    Returns the reviewer allowed to override, or None (then the page is read-only).
+    """
+    reviewer, login = reviewer_identity()
+    if login and reviewer is None:
+        st.info("Log in to override verdicts.")
+        st.button("Log in", on_click=st.login, key="login")
+        return None
+    if reviewer is None:
+        with st.form("identity", border=False):
+            st.text_input("Your name", key="reviewer_input", placeholder="e.g. Priya",
+                          help="Recorded with every override you make in this browser session.")
+            if st.form_submit_button("Start reviewing"):
+                name = (st.session_state.get("reviewer_input") or "").strip()
+                if name:
+                    st.session_state["reviewer"] = name
+                    st.rerun()
+                st.error("Enter your name first.")
+        st.info("Enter your name to override verdicts; until then this page is read-only.")
+        return None
+    if not config.may_override(reviewer):
+        st.warning(f"Signed in as {highlight.inline(reviewer)} — not on the reviewers list, so this page "
+                   "is read-only for you.")
+        return None
+    cols = st.columns([4, 1])
+    cols[0].markdown(f"Reviewing as **{highlight.inline(reviewer)}**")
+    if not login and cols[1].button("Change", key="change_reviewer"):
+        st.session_state.pop("reviewer", None)
+        st.rerun()
+    return reviewer

@@ -1,0 +1,493 @@
+"""The six checks of SPEC §4 (pure). Each is registered by name and maps a ``Context``
+(one response under one rule set, rules and profile) to a ``CheckResult``.
+
+A ``Context`` computes what several checks and flags share (matches, citations,
+unverified terms) once, lazily. With ``with_spans=False`` it only decides verdicts:
+searches stop at the first match, but verdicts and reasons are the same as with spans.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from evaluator.registry import check
+from evaluator.rules import CompiledProfile, CompiledRules, MatcherSet, casefold_aligned, norm_term, straighten
+from evaluator.types import FAIL, NA, PASS, CheckResult, ResponseInput, Span
+
+T3 = "T3"
+NOT_APPLICABLE_TO_BOT = "not applicable to this bot"
+
+
+def template_of(value: object) -> str | None:
+    """'t3 ' -> 'T3'; None/blank -> None."""
+    if value is None:
+        return None
+    text = str(value).strip().upper()
+    return text or None
+
+
+def is_t3(resp: ResponseInput) -> bool:
+    """SPEC §4: a response is T3 when template == "T3" or expected_template == "T3"."""
+    return template_of(resp.template) == T3 or template_of(resp.expected_template) == T3
+
+
+def snippet(text: str, limit: int = 60) -> str:
+    """A one-line, quoted, bounded rendering of answer text for a reason."""
+    one = " ".join(text[: limit * 4].split())
+    if len(one) > limit:
+        one = one[: limit - 1] + "\u2026"
+    return f"'{one}'"
+
+
+# --- citation ids ---------------------------------------------------------------------------
+
+_ID_WORDS = re.compile(r"[^\W\d_]+")
+_ID_NUMS = re.compile(r"\d+")
+_ID_NOISE = frozenset({"kanda", "kaanda", "khanda", "kand", "kandam", "sarga", "canto", "chapter", "shloka",
+                       "sloka", "verse"})
+
+
+@functools.lru_cache(maxsize=65536)
+def citation_key(text: str) -> tuple[str, tuple[int, ...]]:
+    """Normal form of a shloka reference: 'Ayodhya-Kanda 31.25', 'ayodhya_kanda_31_25',
+    'Ayodhyā Kāṇḍa, sarga 31, shloka 25' -> ('ayodhya', (31, 25))."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+    words = [w for w in _ID_WORDS.findall(plain) if w not in _ID_NOISE]
+    name = "".join(words)
+    for suffix in ("kanda", "kaanda", "khanda", "kandam"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[: -len(suffix)]
+            break
+    return name, tuple(int(n) for n in _ID_NUMS.findall(plain)[:8])
+
+
+# --- gold answers (SPEC §6 normalisation) -----------------------------------------------------
+
+_PUNCT = re.compile(r"[^\w\s]")
+_ARTICLES = frozenset({"a", "an", "the"})
+_WORD_CHAR = re.compile(r"[^\W_]")
+
+
+def _norm_word(raw: str) -> str:
+    w = _PUNCT.sub("", raw.lower())
+    return w.replace("_", "") if "_" in w else w
+
+
+def normalize_answer(text: str) -> str:
+    """Lower-case, punctuation and the articles a/an/the removed, white space folded."""
+    words = (_norm_word(w) for w in straighten(text).split())
+    return " ".join(w for w in words if w and w not in _ARTICLES)
+
+
+@functools.lru_cache(maxsize=16384)
+def _norm_alias(alias: str) -> str:
+    return normalize_answer(alias)
+
+
+def _gold_spans(answer: str, aliases: Iterable[str]) -> list[Span]:
+    """Where each normalised alias occurs in the answer, at word granularity."""
+    words: list[tuple[str, int, int]] = []
+    for m in re.finditer(r"\S+", answer):
+        w = _norm_word(straighten(m.group()))
+        if not w or w in _ARTICLES:
+            continue
+        inner = [x.start() for x in _WORD_CHAR.finditer(m.group())]
+        start, end = (m.start() + inner[0], m.start() + inner[-1] + 1) if inner else (m.start(), m.end())
+        words.append((w, start, end))
+    padded = " " + " ".join(w for w, _, _ in words) + " "
+    spans = []
+    for alias in aliases:
+        pos = padded.find(" " + alias + " ")
+        if pos < 0:
+            continue
+        first = padded.count(" ", 0, pos + 1) - 1
+        last = first + alias.count(" ")
+        s, e = words[first][1], words[last][2]
+        spans.append(Span(s, e, answer[s:e], "gold_answer"))
+    return spans
+
+
+# --- support lookups for prices and proper nouns -------------------------------------------------
+
+
+@functools.lru_cache(maxsize=65536)
+def _norm_doc(text: str) -> str:
+    return norm_term(text)
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def contains_term(hay: str, term: str, *, price: bool = False) -> bool:
+    """``term`` occurs in ``hay`` as a whole (no word character glued on either side;
+    a price is not followed by more digits, as in '$29' inside '$29.99')."""
+    if not term:
+        return False
+    n = len(hay)
+    start = hay.find(term)
+    while start != -1:
+        end = start + len(term)
+        ok = not (start and _is_word(term[0]) and _is_word(hay[start - 1]))
+        if ok and end < n:
+            nxt = hay[end]
+            if _is_word(term[-1]) and _is_word(nxt):
+                ok = False
+            elif price and nxt in ".," and end + 1 < n and hay[end + 1].isdigit():
+                ok = False
+        if ok:
+            return True
+        start = hay.find(term, start + 1)
+    return False
+
+
+def _score(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return None if math.isnan(f) else f
+
+
+# --- the per-response context ------------------------------------------------------------------
+
+_NO_SPANS: tuple[Span, ...] = ()
+_CATEGORY_KIND = {
+    "refusal": "refusal_phrase",
+    "redirect": "redirect_phrase",
+    "substantive": "substantive_phrase",
+    "refusal_phrases": "refusal_phrase",
+    "markers": "interpretation_marker",
+}
+
+
+def merge_spans(spans: Iterable[Span], answer: str) -> tuple[Span, ...]:
+    """Spans sorted by position; overlapping spans of the same kind become one."""
+    by_kind: dict[str, list[Span]] = {}
+    for sp in spans:
+        by_kind.setdefault(sp.kind, []).append(sp)
+    out: list[Span] = []
+    for kind, items in by_kind.items():
+        items.sort(key=lambda s: (s.start, s.end))
+        cur = items[0]
+        for sp in items[1:]:
+            if sp.start < cur.end:
+                if sp.end > cur.end:
+                    cur = Span(cur.start, sp.end, answer[cur.start : sp.end], kind)
+            else:
+                out.append(cur)
+                cur = sp
+        out.append(cur)
+    out.sort(key=lambda s: (s.start, s.end, s.kind))
+    return tuple(out)
+
+
+class Context:
+    """One response being evaluated; shared lazy computations for checks and flags."""
+
+    __slots__ = ("resp", "answer", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
+                 "_citations", "_retrieved_keys", "_unverified", "_doc", "_question")
+
+    def __init__(self, resp: ResponseInput, comp: CompiledRules, profile: CompiledProfile,
+                 t3_not_applicable: frozenset[str], with_spans: bool) -> None:
+        answer = resp.answer
+        self.resp = resp
+        self.answer = answer if isinstance(answer, str) else ("" if answer is None else str(answer))
+        self.comp = comp
+        self.profile = profile
+        self.t3_na = t3_not_applicable
+        self.with_spans = with_spans
+        self.is_t3 = is_t3(resp)
+        self._views: tuple[str, str | None] | None = None
+        self._hits: dict[str, tuple[bool, tuple[Span, ...]]] = {}
+        self._citations: tuple[tuple[int, int, str], ...] | None = None
+        self._retrieved_keys: frozenset[tuple[str, tuple[int, ...]]] | None = None
+        self._unverified: tuple[Span, ...] | None = None
+        self._doc: str | None = None
+        self._question: str | None = None
+
+    def not_required_for_t3(self, check_name: str) -> bool:
+        return self.is_t3 and check_name in self.t3_na
+
+    def views(self) -> tuple[str, str | None]:
+        """(straightened answer, its aligned case fold) - both index the original answer."""
+        v = self._views
+        if v is None:
+            qn = straighten(self.answer)
+            v = self._views = (qn, casefold_aligned(qn))
+        return v
+
+    def span(self, start: int, end: int, kind: str) -> Span:
+        return Span(start, end, self.answer[start:end], kind)
+
+    def hits(self, category: str) -> tuple[bool, tuple[Span, ...]]:
+        """(found, spans) for a pattern category; spans only when ``with_spans``."""
+        got = self._hits.get(category)
+        if got is None:
+            mset: MatcherSet = self.profile.markers if category == "markers" else getattr(self.comp, category)
+            qn, folded = self.views()
+            if self.with_spans:
+                kind = _CATEGORY_KIND[category]
+                spans = merge_spans((self.span(m.start(), m.end(), kind) for m in mset.finditer(qn, folded)),
+                                    self.answer)
+                got = (bool(spans), spans)
+            else:
+                got = (mset.search(qn, folded) is not None, _NO_SPANS)
+            self._hits[category] = got
+        return got
+
+    def citations(self) -> tuple[tuple[int, int, str], ...]:
+        """(start, end, shloka id) of every inline citation."""
+        c = self._citations
+        if c is None:
+            rx = self.profile.citation
+            if rx is None:
+                c = ()
+            else:
+                qn = self.views()[0]
+                has_id = self.profile.citation_has_id
+                c = tuple(
+                    (m.start(), m.end(), m.group("id") if has_id and m.group("id") else m.group().strip("[]() "))
+                    for m in rx.finditer(qn)
+                )
+            self._citations = c
+        return c
+
+    def retrieved_keys(self) -> frozenset[tuple[str, tuple[int, ...]]]:
+        k = self._retrieved_keys
+        if k is None:
+            k = self._retrieved_keys = frozenset(
+                citation_key(str(it.id)) for it in self.resp.retrieved if it is not None and it.id is not None
+            )
+        return k
+
+    def scores(self) -> list[float]:
+        return [s for s in (_score(it.score) for it in self.resp.retrieved if it is not None) if s is not None]
+
+    def _support_doc(self) -> str:
+        d = self._doc
+        if d is None:
+            d = self._doc = "\x00".join(
+                _norm_doc(it.text) for it in self.resp.retrieved if it is not None and isinstance(it.text, str)
+            )
+        return d
+
+    def _question_doc(self) -> str:
+        q = self._question
+        if q is None:
+            q = self._question = norm_term(self.resp.question) if isinstance(self.resp.question, str) else ""
+        return q
+
+    def _verified(self, text: str, price: bool) -> bool:
+        term = norm_term(text)
+        if not price and term in self.profile.allowlist:
+            return True
+        if contains_term(self._support_doc(), term, price=price):
+            return True
+        return self.comp.rules.exempt_question_terms and contains_term(self._question_doc(), term, price=price)
+
+    def unverified(self) -> tuple[Span, ...]:
+        """Prices, then proper nouns, that no retrieved item (nor, by default, the question)
+        contains. Without spans: only the first one (a price if there is one)."""
+        u = self._unverified
+        if u is None:
+            qn, folded = self.views()
+            found: list[Span] = []
+            for matcher, kind, price in ((self.comp.price, "unverified_price", True),
+                                         (self.comp.proper_noun, "proper_noun", False)):
+                for m in matcher.finditer(qn, folded):
+                    if not self._verified(m.group(), price):
+                        found.append(self.span(m.start(), m.end(), kind))
+                        if not self.with_spans:
+                            break
+                if found and not self.with_spans:
+                    break
+            u = self._unverified = tuple(found)
+        return u
+
+
+# --- results ---------------------------------------------------------------------------------
+
+_RESULT_CACHE: dict[tuple[str, str, str], CheckResult] = {}
+
+
+def result(check_name: str, verdict: str, reason: str, spans: tuple[Span, ...] = _NO_SPANS) -> CheckResult:
+    """A CheckResult; span-less results are shared (they are immutable)."""
+    if spans:
+        return CheckResult(check_name, verdict, reason, spans)
+    key = (check_name, verdict, reason)
+    got = _RESULT_CACHE.get(key)
+    if got is None:
+        got = CheckResult(check_name, verdict, reason)
+        if len(_RESULT_CACHE) < 50_000:
+            _RESULT_CACHE[key] = got
+    return got
+
+
+# --- the checks ------------------------------------------------------------------------------
+
+
+def _label(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+@check("routing_check")
+def routing_check(ctx: Context) -> CheckResult:
+    """classification (or template) agrees with expected_routing (or expected_template)."""
+    r = ctx.resp
+    exp_r, exp_t = _label(r.expected_routing), _label(r.expected_template)
+    act_c, act_t = _label(r.classification), _label(r.template)
+    name = "routing_check"
+    if not (exp_r or exp_t) and not (act_c or act_t):
+        return result(name, NA, "neither the expected nor the actual routing was recorded")
+    if not (exp_r or exp_t):
+        return result(name, NA, "no expected routing or template was recorded")
+    if not (act_c or act_t):
+        return result(name, NA, "the bot's routing (classification or template) was not recorded")
+    routes = ctx.comp.routes
+    for expected, actual in ((exp_r, act_c), (exp_t, act_t), (exp_r, act_t), (exp_t, act_c)):
+        if expected and actual:
+            e, a = expected.lower(), actual.lower()
+            if (e in routes) != (a in routes):
+                e, a = routes.get(e, e), routes.get(a, a)
+            if e == a:
+                return result(name, PASS, f"routed {actual!r} as expected")
+            return result(name, FAIL, f"routed {actual!r} but {expected!r} was expected")
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@check("retrieval_check")
+def retrieval_check(ctx: Context) -> CheckResult:
+    """At least one retrieved item scores >= the threshold; and an expected shloka id is retrieved."""
+    name = "retrieval_check"
+    if ctx.not_required_for_t3(name):
+        return result(name, NA, "retrieval is not required for a T3 refusal")
+    items = ctx.resp.retrieved
+    if not items:
+        return result(name, FAIL, "nothing was retrieved")
+    scores = ctx.scores()
+    if not scores:
+        return result(name, NA, "the retrieved items carry no similarity score")
+    threshold = ctx.comp.rules.min_score
+    above = sum(1 for s in scores if s >= threshold)
+    if not above:
+        return result(name, FAIL, f"no retrieved item scores at least {threshold:g} (best {max(scores):.2f})")
+    expected = [str(e) for e in ctx.resp.expected_ids if e is not None and str(e).strip()]
+    if expected:
+        keys = ctx.retrieved_keys()
+        if not any(citation_key(e) in keys for e in expected):
+            shown = ", ".join(expected[:3]) + (", \u2026" if len(expected) > 3 else "")
+            return result(name, FAIL, f"none of the expected shlokas ({shown}) was retrieved")
+    return result(name, PASS, f"{above} of {len(items)} retrieved items score at least {threshold:g}")
+
+
+@check("answers_question")
+def answers_question(ctx: Context) -> CheckResult:
+    """T3: a proper refusal. T1/T2: not a refusal, and a gold answer appears (if any)."""
+    name = "answers_question"
+    if ctx.is_t3:
+        refused, ref_spans = ctx.hits("refusal")
+        if not refused:
+            sub_spans = ctx.hits("substantive")[1] if ctx.with_spans else _NO_SPANS
+            return result(name, FAIL, "not a proper refusal: no refusal pattern matches", sub_spans)
+        substantive, sub_spans = ctx.hits("substantive")
+        if substantive:
+            return result(name, FAIL, "not a proper refusal: it also answers (substantive-answer pattern)",
+                          merge_spans(ref_spans + sub_spans, ctx.answer))
+        return result(name, PASS, "proper refusal: a refusal pattern and no substantive answer", ref_spans)
+    if not ctx.answer.strip():
+        return result(name, FAIL, "the answer is empty")
+    refused, ref_spans = ctx.hits("refusal")
+    if refused:
+        return result(name, FAIL, "the answer is a refusal", ref_spans)
+    aliases = [a for a in (_norm_alias(x) for c in ctx.resp.gold_answers if c is not None
+                           for x in c.aliases if isinstance(x, str)) if a]
+    if not aliases:
+        return result(name, PASS, "not a refusal (no gold answers to compare)")
+    padded = " " + normalize_answer(ctx.answer) + " "
+    found = [a for a in aliases if " " + a + " " in padded]
+    if not found:
+        return result(name, FAIL, "none of the gold answers appears in the answer")
+    spans = merge_spans(_gold_spans(ctx.answer, found), ctx.answer) if ctx.with_spans else _NO_SPANS
+    return result(name, PASS, "a gold answer appears in the answer", spans)
+
+
+@check("cites_shlokas")
+def cites_shlokas(ctx: Context) -> CheckResult:
+    """At least one inline citation."""
+    name = "cites_shlokas"
+    if ctx.not_required_for_t3(name):
+        return result(name, NA, "citations are not required for a T3 refusal")
+    if ctx.profile.citation is None:
+        return result(name, NA, "this bot's profile defines no citation pattern")
+    cites = ctx.citations()
+    if not cites:
+        return result(name, FAIL, "no inline shloka citation")
+    spans = tuple(ctx.span(s, e, "citation") for s, e, _ in cites) if ctx.with_spans else _NO_SPANS
+    return result(name, PASS, f"{len(cites)} inline citation{'s' if len(cites) != 1 else ''}", spans)
+
+
+@check("follows_template")
+def follows_template(ctx: Context) -> CheckResult:
+    """T1 cites; T2 cites and interprets; T3 refuses and redirects."""
+    name = "follows_template"
+    if ctx.is_t3:
+        refused, ref_spans = ctx.hits("refusal")
+        redirected, red_spans = ctx.hits("redirect")
+        if refused and redirected:
+            return result(name, PASS, "T3: refuses and redirects", merge_spans(ref_spans + red_spans, ctx.answer))
+        missing = " or ".join(x for x, ok in (("refusal", refused), ("redirect", redirected)) if not ok)
+        return result(name, FAIL, f"T3 must refuse and redirect: no {missing} found",
+                      merge_spans(ref_spans + red_spans, ctx.answer))
+    template = template_of(ctx.resp.template) or template_of(ctx.resp.expected_template)
+    if template is None:
+        return result(name, NA, "no template was recorded")
+    if template not in ("T1", "T2"):
+        return result(name, NA, f"unknown template {template!r}")
+    if ctx.profile.citation is None:
+        return result(name, NA, "this bot's profile defines no citation pattern")
+    cites = ctx.citations()
+    spans = tuple(ctx.span(s, e, "citation") for s, e, _ in cites) if ctx.with_spans else _NO_SPANS
+    if template == "T1":
+        if cites:
+            return result(name, PASS, "T1: cites shlokas", spans)
+        return result(name, FAIL, "T1 must cite shlokas: no inline citation")
+    interprets, marker_spans = ctx.hits("markers")
+    if cites and interprets:
+        return result(name, PASS, "T2: cites shlokas and interprets", merge_spans(spans + marker_spans, ctx.answer))
+    missing = " or ".join(x for x, ok in (("inline citation", cites), ("interpretation marker", interprets))
+                          if not ok)
+    return result(name, FAIL, f"T2 must cite and interpret: no {missing}", merge_spans(spans + marker_spans, ctx.answer))
+
+
+@check("no_hallucination")
+def no_hallucination(ctx: Context) -> CheckResult:
+    """No potential hallucination (SPEC §5) and every cited shloka was retrieved."""
+    name = "no_hallucination"
+    bad: list[Span] = []
+    first_bad_id: str | None = None
+    cites = ctx.citations()
+    if cites:
+        keys = ctx.retrieved_keys()
+        for s, e, cid in cites:
+            if citation_key(cid) not in keys:
+                if first_bad_id is None:
+                    first_bad_id = cid
+                if not ctx.with_spans:
+                    break
+                bad.append(ctx.span(s, e, "citation_not_retrieved"))
+    unverified = ctx.unverified() if (first_bad_id is None or ctx.with_spans) else _NO_SPANS
+    spans = merge_spans(bad + list(unverified), ctx.answer) if ctx.with_spans else _NO_SPANS
+    if first_bad_id is not None:
+        return result(name, FAIL, f"cites {snippet(first_bad_id)}, which is not among the retrieved shlokas", spans)
+    if unverified:
+        first = unverified[0]
+        what = "price" if first.kind == "unverified_price" else "proper noun"
+        return result(name, FAIL, f"{what} {snippet(first.text)} is not in the retrieved documents", spans)
+    return result(name, PASS, "every cited shloka was retrieved; no unverified price or proper noun")

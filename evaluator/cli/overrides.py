@@ -1,0 +1,48 @@
+"""evaluator overrides: export a run's reviewer overrides (the full append-only history)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+
+from evaluator.cli.common import run_id_for
+from evaluator.export import export_format
+from evaluator.overrides import EXPORT_SQL
+from evaluator.store import connect
+
+HELP = "export a run's reviewer overrides (with question_id and provider) to .jsonl, .csv or .parquet"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", required=True, help="run name")
+    parser.add_argument("--out", required=True, help="output file; the extension picks the format")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    fmt = export_format(out)
+    with connect(args.db) as con:
+        table = con.execute(EXPORT_SQL, [run_id_for(con, args.run)]).to_arrow_table()
+    tmp = out.with_name(out.name + ".partial")
+    write_table(table, tmp, fmt)
+    tmp.replace(out)  # never a half-written file under the real name
+    print(f"{table.num_rows} overrides -> {out}")
+    return 0
+
+
+def write_table(table: pa.Table, path: Path, fmt: str) -> None:
+    if fmt == "jsonl":
+        with path.open("wb") as handle:
+            for row in table.to_pylist():
+                handle.write(orjson.dumps(row) + b"\n")
+    elif fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(table, path)
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)

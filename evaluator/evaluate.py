@@ -1,0 +1,72 @@
+"""Per-response and batch evaluation (pure): the six checks and the three flags.
+
+``evaluate`` gives spans (for the triage and review pages); ``evaluate_batch`` is the
+fast verdict-only path for recomputing whole runs: the same verdicts and reasons,
+no spans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from evaluator import checks as _checks  # noqa: F401 - registers the checks
+from evaluator import flags as _flags  # noqa: F401 - registers the flags
+from evaluator.checks import NOT_APPLICABLE_TO_BOT, Context, result
+from evaluator.registry import get_check, get_flag
+from evaluator.rules import CompiledProfile, CompiledRules, Rules, compiled
+from evaluator.types import CHECK_NAMES, FAIL, FLAG_NAMES, NA, PASS, CheckResult, FlagResult, ResponseEvaluation, \
+    ResponseInput
+
+_Plan = tuple[CompiledRules, CompiledProfile, frozenset[str], tuple[tuple[str, Callable[..., Any] | None], ...],
+              tuple[Callable[..., Any], ...]]
+
+
+def _plan(ruleset: str, rules: Rules, profile: str) -> _Plan:
+    comp = compiled(rules)
+    prof = comp.profile(profile)
+    t3_na = comp.t3_not_applicable(ruleset)
+    check_fns = tuple((name, get_check(name) if name in prof.checks else None) for name in CHECK_NAMES)
+    flag_fns = tuple(get_flag(name) for name in FLAG_NAMES)
+    return comp, prof, t3_na, check_fns, flag_fns
+
+
+def _run_check(name: str, fn: Callable[..., Any], ctx: Context) -> CheckResult:
+    try:
+        out: CheckResult = fn(ctx)
+        return out
+    except Exception as exc:  # noqa: BLE001 - a check never takes the evaluation down
+        return result(name, FAIL, f"could not evaluate: {type(exc).__name__}: {exc}"[:200])
+
+
+def _run_flag(fn: Callable[..., Any], ctx: Context) -> FlagResult | None:
+    try:
+        out: FlagResult | None = fn(ctx)
+        return out
+    except Exception:  # noqa: BLE001 - flags are annotations; a broken one is not raised
+        return None
+
+
+def _evaluate(resp: ResponseInput, plan: _Plan, with_spans: bool) -> ResponseEvaluation:
+    comp, prof, t3_na, check_fns, flag_fns = plan
+    ctx = Context(resp, comp, prof, t3_na, with_spans)
+    results = tuple(
+        _run_check(name, fn, ctx) if fn is not None else result(name, NA, NOT_APPLICABLE_TO_BOT)
+        for name, fn in check_fns
+    )
+    raised = tuple(f for f in (_run_flag(fn, ctx) for fn in flag_fns) if f is not None)
+    overall = PASS if all(r.verdict != FAIL for r in results) else FAIL
+    return ResponseEvaluation(results, raised, overall, ctx.is_t3)
+
+
+def evaluate(resp: ResponseInput, *, ruleset: str, rules: Rules, profile: str,
+             with_spans: bool = True) -> ResponseEvaluation:
+    """Evaluate one response under ``ruleset`` ('legacy' | 't3_aware') and ``profile``."""
+    return _evaluate(resp, _plan(ruleset, rules, profile), with_spans)
+
+
+def evaluate_batch(resps: Iterable[ResponseInput], *, ruleset: str, rules: Rules,
+                   profile: str) -> list[ResponseEvaluation]:
+    """Evaluate many responses: verdicts and reasons identical to ``evaluate``, no spans."""
+    plan = _plan(ruleset, rules, profile)
+    return [_evaluate(resp, plan, False) for resp in resps]

@@ -1,0 +1,56 @@
+"""The three output flags of SPEC §5 (pure), in order: annotations, never blocking.
+
+Each flag function maps a ``Context`` to a ``FlagResult`` (with the spans that caused
+it) or None. Severities and banner texts come from the rules (``banner_text``).
+"""
+
+from __future__ import annotations
+
+from evaluator.checks import Context
+from evaluator.registry import flag
+from evaluator.rules import Rules
+from evaluator.types import FlagResult, Span
+
+_CACHE: dict[tuple[str, str], FlagResult] = {}
+
+
+def _flag(name: str, severity: str, spans: tuple[Span, ...] = ()) -> FlagResult:
+    if spans:
+        return FlagResult(name, severity, spans)
+    got = _CACHE.get((name, severity))
+    if got is None:
+        got = _CACHE[(name, severity)] = FlagResult(name, severity)
+    return got
+
+
+def banner_text(rules: Rules, flag_name: str) -> str | None:
+    """The banner shown for a raised flag (None: no banner)."""
+    return rules.banner(flag_name)
+
+
+@flag("no_context_warning")
+def no_context_warning(ctx: Context) -> FlagResult | None:
+    """No retrieved item scores at least the threshold."""
+    threshold = ctx.comp.rules.min_score
+    if any(s >= threshold for s in ctx.scores()):
+        return None
+    return _flag("no_context_warning", ctx.comp.severities["no_context_warning"])
+
+
+@flag("refusal_detected")
+def refusal_detected(ctx: Context) -> FlagResult | None:
+    """The answer contains a refusal phrase (case-insensitive substring)."""
+    found, spans = ctx.hits("refusal_phrases")
+    if not found:
+        return None
+    return _flag("refusal_detected", ctx.comp.severities["refusal_detected"], spans)
+
+
+@flag("potential_hallucination")
+def potential_hallucination(ctx: Context) -> FlagResult | None:
+    """A price or proper noun that the retrieved items do not contain."""
+    spans = ctx.unverified()
+    if not spans:
+        return None
+    return _flag("potential_hallucination", ctx.comp.severities["potential_hallucination"],
+                 spans if ctx.with_spans else ())

@@ -1,0 +1,246 @@
+"""SQL behind the Review page (and the per-response details Triage shows): one response in full.
+
+Verdicts are effective ones (latest override, else computed; evaluator.queries.effective).
+Highlight spans come from the evaluation when it stored them, else they are computed for
+display with the evaluation's own rules text, rule set and profile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+import orjson
+
+from evaluator.overrides import carried_candidates, history
+from evaluator.queries.effective import check_results_cte, response_results_cte, response_results_params
+from evaluator.queries.report import flags_evaluation_id, query_dicts
+from evaluator.readers import CHECK_NAMES
+from evaluator.store import fetch_one
+
+__all__ = [
+    "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",
+    "history", "overall", "refused_state", "response", "response_choices", "retrieved", "run_id", "spans",
+    "display_rules",
+]
+
+DEFAULT_THRESHOLD = 0.35  # SPEC §2/§5: retrieved items below this similarity do not count
+DEFAULT_BANNERS = {
+    "no_context_warning": "This response was generated without supporting documentation.",
+    "potential_hallucination": "Some details in this response could not be verified against our documentation.",
+}
+
+RESPONSE_SQL = """
+SELECT r.response_id, r.run_id, run.name AS run, run.profile, r.question_id, q.question, r.provider, r.model,
+       r.answer, r.answer_hash, r.template, q.expected_template, q.expected_routing, r.classification,
+       r.answerable, r.comment, r.outcome, r.metadata, q.gold_answers, q.expected_ids
+FROM responses r
+JOIN runs run ON run.run_id = r.run_id
+JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+WHERE r.response_id = ?
+"""
+
+
+def response(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str, Any] | None:
+    rows = query_dicts(con, RESPONSE_SQL, [response_id])
+    return rows[0] if rows else None
+
+
+def evaluations_of_run(con: duckdb.DuckDBPyConnection, run_id: int) -> list[dict[str, Any]]:
+    """The run's evaluations, computed ones first (newest first), recorded verdicts last."""
+    return query_dicts(
+        con,
+        """SELECT evaluation_id, ruleset, rules_hash, created_at, profile, with_spans
+           FROM evaluations WHERE run_id = ?
+           ORDER BY ruleset = 'recorded', evaluation_id DESC""",
+        [run_id],
+    )
+
+
+def default_evaluation(evaluations: Sequence[dict[str, Any]]) -> int | None:
+    """The latest t3_aware evaluation (the fixed rules), else the first listed."""
+    for evaluation in evaluations:
+        if evaluation["ruleset"] == "t3_aware":
+            return int(evaluation["evaluation_id"])
+    return int(evaluations[0]["evaluation_id"]) if evaluations else None
+
+
+def evaluation_label(evaluation: dict[str, Any]) -> str:
+    when = evaluation["created_at"].strftime("%Y-%m-%d %H:%M") if evaluation.get("created_at") else ""
+    return f"{evaluation['ruleset']} · #{evaluation['evaluation_id']} · {when}".strip(" ·")
+
+
+def overall(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_id: int) -> dict[str, Any] | None:
+    rows = query_dicts(
+        con,
+        f"WITH {response_results_cte(True)} SELECT * FROM eff WHERE response_id = ?",
+        [*response_results_params(evaluation_id, True), response_id],
+    )
+    return rows[0] if rows else None
+
+
+def _order(name: str) -> int:
+    return CHECK_NAMES.index(name) if name in CHECK_NAMES else len(CHECK_NAMES)
+
+
+def checks(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
+           ) -> dict[int, list[dict[str, Any]]]:
+    """Effective check verdicts with reasons, per response, in SPEC order."""
+    rows = query_dicts(
+        con,
+        f"""WITH {check_results_cte(True)}
+            SELECT ec.response_id, ec.check_name AS "check", ec.verdict, ec.computed, ec.overridden, c.reason
+            FROM eff_checks ec
+            JOIN check_results c ON c.evaluation_id = ? AND c.response_id = ec.response_id
+                                AND c.check_name = ec.check_name
+            WHERE ec.response_id IN (SELECT unnest(?::BIGINT[]))""",
+        [evaluation_id, evaluation_id, list(response_ids)],
+    )
+    out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
+    for row in sorted(rows, key=lambda r: (_order(r["check"]), r["check"])):
+        out[int(row.pop("response_id"))].append(row)
+    return out
+
+
+def flags(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
+          ) -> dict[int, list[dict[str, Any]]]:
+    """Output flags (§5) per response; for recorded verdicts, those of the run's latest computed evaluation."""
+    out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
+    source = flags_evaluation_id(con, evaluation_id)
+    if source is None:
+        return out
+    for row in query_dicts(
+        con,
+        """SELECT response_id, flag, severity FROM flags
+           WHERE evaluation_id = ? AND response_id IN (SELECT unnest(?::BIGINT[]))
+           ORDER BY response_id, CASE flag WHEN 'no_context_warning' THEN 0 WHEN 'refusal_detected' THEN 1
+                                           WHEN 'potential_hallucination' THEN 2 ELSE 3 END, flag""",
+        [source, list(response_ids)],
+    ):
+        out[int(row.pop("response_id"))].append(row)
+    return out
+
+
+def retrieved(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
+    out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
+    for row in query_dicts(
+        con,
+        """SELECT rt.response_id, rt.rank, c.chunk_id AS id, rt.score, c.text
+           FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
+           WHERE rt.response_id IN (SELECT unnest(?::BIGINT[]))
+           ORDER BY rt.response_id, rt.rank""",
+        [list(response_ids)],
+    ):
+        out[int(row.pop("response_id"))].append(row)
+    return out
+
+
+def display_rules(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any]:
+    """The similarity threshold and banner texts of the rules the evaluation ran with
+    (the rules file in force for recorded verdicts; SPEC defaults if no rules load)."""
+    from evaluator.rules import load_rules, rules_from_text
+
+    source = span_evaluation(con, evaluation_id)
+    try:
+        rules = (rules_from_text(source["rules_text"], source["rules_source"] or "<stored>")
+                 if source and source["rules_text"] else load_rules())
+    except Exception:  # unreadable rules: show with the SPEC defaults rather than fail the page
+        return {"threshold": DEFAULT_THRESHOLD, "banners": dict(DEFAULT_BANNERS)}
+    banners = {flag.name: flag.banner for flag in rules.flag_rules if flag.banner}
+    return {"threshold": float(rules.min_score), "banners": banners or dict(DEFAULT_BANNERS)}
+
+
+def span_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any] | None:
+    """The evaluation whose spans to show: this one when computed, else the run's latest computed one."""
+    source = flags_evaluation_id(con, evaluation_id)
+    if source is None:
+        return None
+    rows = query_dicts(
+        con,
+        "SELECT evaluation_id, ruleset, rules_text, rules_source, profile, with_spans FROM evaluations "
+        "WHERE evaluation_id = ?",
+        [source],
+    )
+    return rows[0] if rows else None
+
+
+def spans(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
+          ) -> dict[int, list[dict[str, Any]]]:
+    """Highlight spans per response: every check's and flag's spans ({start, end, text, kind})."""
+    out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
+    source = span_evaluation(con, evaluation_id)
+    if source is None or not response_ids:
+        return out
+    if source["with_spans"] is False and source["rules_text"]:
+        return _computed_spans(con, source, response_ids)
+    rows = con.execute(
+        """SELECT response_id, spans FROM check_results
+           WHERE evaluation_id = ? AND response_id IN (SELECT unnest(?::BIGINT[])) AND spans IS NOT NULL
+           UNION ALL
+           SELECT response_id, spans FROM flags
+           WHERE evaluation_id = ? AND response_id IN (SELECT unnest(?::BIGINT[])) AND spans IS NOT NULL""",
+        [source["evaluation_id"], list(response_ids), source["evaluation_id"], list(response_ids)],
+    ).fetchall()
+    for response_id, raw in rows:
+        out[int(response_id)].extend(orjson.loads(raw) or [])
+    return out
+
+
+def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], response_ids: Sequence[int]
+                    ) -> dict[int, list[dict[str, Any]]]:
+    """Spans of an evaluation that stored verdicts only (a huge run): evaluate again, for display."""
+    from evaluator.evaluate import evaluate
+    from evaluator.recompute import load_response
+    from evaluator.rules import rules_from_text
+
+    rules = rules_from_text(source["rules_text"], source["rules_source"])
+    out: dict[int, list[dict[str, Any]]] = {}
+    for response_id in response_ids:
+        resp = load_response(con, int(response_id))
+        found: list[dict[str, Any]] = []
+        if resp is not None:
+            result = evaluate(resp, ruleset=source["ruleset"], rules=rules, profile=source["profile"],
+                              with_spans=True)
+            for item in (*result.checks, *result.flags):
+                found.extend({"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in item.spans)
+        out[int(response_id)] = found
+    return out
+
+
+def refused_state(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str, Any]:
+    """The judge's latest refusal decision (if metrics were computed) and the reviewer's, if any."""
+    judge = fetch_one(
+        con,
+        """SELECT mr.refused, m.judge FROM metric_responses mr JOIN metric_results m USING (metric_result_id)
+           WHERE mr.response_id = ? AND mr.refused_by = 'judge'
+           ORDER BY m.computed_at DESC, m.metric_result_id DESC LIMIT 1""",
+        [response_id],
+    )
+    reviewer = fetch_one(
+        con,
+        """SELECT new_value FROM overrides WHERE response_id = ? AND target = 'refused'
+           ORDER BY created_at DESC, override_id DESC LIMIT 1""",
+        [response_id],
+    )
+    return {
+        "judge": None if judge is None or judge[0] is None else bool(judge[0]),
+        "judge_name": None if judge is None else judge[1],
+        "reviewer": None if reviewer is None else reviewer[0],
+    }
+
+
+def response_choices(con: duckdb.DuckDBPyConnection, run_id: int, limit: int = 2000) -> list[dict[str, Any]]:
+    """Responses of a run to pick from when the page was opened without a response id."""
+    return query_dicts(
+        con,
+        """SELECT r.response_id, r.question_id, r.provider, left(q.question, 80) AS question
+           FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+           WHERE r.run_id = ? ORDER BY r.response_id LIMIT ?""",
+        [run_id, limit],
+    )
+
+
+def run_id(con: duckdb.DuckDBPyConnection, run_name: str) -> int | None:
+    row = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
+    return None if row is None else int(row[0])

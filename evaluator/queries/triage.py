@@ -1,0 +1,145 @@
+"""SQL behind the Triage page: filtered, paginated responses of one evaluation (all in SQL).
+
+Verdict filters use effective verdicts (latest override, else computed), so a response a
+reviewer has already corrected leaves the "failing" list. Every value is a bound parameter;
+free text is matched with ILIKE with its wildcards escaped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+
+from evaluator.overrides import HAS_CARRIED_SQL, agreement
+from evaluator.queries.effective import check_results_cte, response_results_cte, response_results_params
+from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dicts
+from evaluator.queries.review import (
+    checks,
+    default_evaluation,
+    evaluation_label,
+    evaluations_of_run,
+    flags,
+    retrieved,
+    run_id,
+    spans,
+    display_rules,
+)
+from evaluator.readers import CHECK_NAMES
+from evaluator.review_config import load_review_config
+from evaluator.store import fetch_value
+
+__all__ = [
+    "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",
+    "evaluation_label", "evaluations_of_run", "filter_options", "flags", "page", "pass_rates", "retrieved",
+    "run_id", "spans", "display_rules",
+]
+
+PAGE_SIZE = 50
+OVERRIDE_STATUSES = {
+    "any": "Any",
+    "overridden": "Overridden",
+    "not_overridden": "Not overridden",
+    "carried": "Carried override available",
+}
+
+
+@dataclass(frozen=True)
+class TriageFilters:
+    evaluation_id: int
+    provider: str | None = None
+    template: str | None = None
+    check: str = "overall"  # 'overall' or a check name: the verdict filter applies to it
+    verdict: str | None = None
+    flag: str | None = None
+    override_status: str = "any"
+    paradox: bool = False  # reviewer comment says "correct" but the effective overall verdict is FAIL
+    text: str | None = None
+    paradox_regex: str | None = None  # default: evaluator.review_config
+
+
+def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, list[str]]:
+    """What the filters can choose from in this evaluation."""
+    def values(sql: str, params: list[Any]) -> list[str]:
+        return [str(row[0]) for row in con.execute(sql, params).fetchall() if row[0] is not None]
+
+    responses = ("FROM response_results rr JOIN responses r ON r.response_id = rr.response_id "
+                 "WHERE rr.evaluation_id = ?")
+    source = flags_evaluation_id(con, evaluation_id)
+    names = values("SELECT DISTINCT check_name FROM check_results WHERE evaluation_id = ?", [evaluation_id])
+    return {
+        "provider": values(f"SELECT DISTINCT r.provider {responses} ORDER BY 1", [evaluation_id]),
+        "template": values(f"SELECT DISTINCT rr.template_group {responses} ORDER BY 1", [evaluation_id]),
+        "check": ["overall", *[c for c in CHECK_NAMES if c in names], *sorted(set(names) - set(CHECK_NAMES))],
+        "flag": values("SELECT DISTINCT flag FROM flags WHERE evaluation_id = ? ORDER BY 1", [source or -1]),
+    }
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> tuple[str, list[Any]]:
+    """FROM/WHERE of the filtered responses, with its parameters in order."""
+    params: list[Any] = response_results_params(filters.evaluation_id, True)
+    ctes = f"WITH {response_results_cte(True)}"
+    where: list[str] = []
+    if filters.provider:
+        where.append("r.provider = ?")
+        params.append(filters.provider)
+    if filters.template:
+        where.append("eff.template_group = ?")
+        params.append(filters.template)
+    if filters.verdict and filters.check == "overall":
+        where.append("eff.overall = ?")
+        params.append(filters.verdict)
+    elif filters.verdict:
+        ctes += f", checks_eff AS (WITH {check_results_cte(True)} SELECT * FROM eff_checks)"
+        params.append(filters.evaluation_id)  # the CTE's parameter comes right after eff's, in text order
+        where.append("r.response_id IN (SELECT response_id FROM checks_eff WHERE check_name = ? AND verdict = ?)")
+        params += [filters.check, filters.verdict]
+    if filters.flag:
+        where.append("r.response_id IN (SELECT response_id FROM flags WHERE evaluation_id = ? AND flag = ?)")
+        params += [flags_evaluation_id(con, filters.evaluation_id) or -1, filters.flag]
+    if filters.override_status == "overridden":
+        where.append("EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = r.response_id)")
+    elif filters.override_status == "not_overridden":
+        where.append("NOT EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = r.response_id)")
+    elif filters.override_status == "carried":
+        where.append(HAS_CARRIED_SQL)
+    if filters.paradox:
+        where.append("eff.overall = 'FAIL' AND regexp_matches(coalesce(r.comment, ''), ?, 'i')")
+        params.append(filters.paradox_regex or load_review_config().paradox_regex())
+    if filters.text and filters.text.strip():
+        where.append("(q.question ILIKE ? ESCAPE '\\' OR r.answer ILIKE ? ESCAPE '\\' "
+                     "OR coalesce(r.comment, '') ILIKE ? ESCAPE '\\')")
+        params += [_like(filters.text.strip())] * 3
+    sql = f"""{ctes}
+        SELECT __COLUMNS__
+        FROM eff
+        JOIN responses r ON r.response_id = eff.response_id
+        JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+        {"WHERE " + " AND ".join(where) if where else ""}"""
+    return sql, params
+
+
+def count(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> int:
+    sql, params = _query(con, filters)
+    return int(fetch_value(con, sql.replace("__COLUMNS__", "count(*)"), params))  # type: ignore[call-overload]
+
+
+PAGE_COLUMNS = """r.response_id, r.question_id, r.provider, r.model, r.template, eff.template_group AS template_group,
+       q.question, r.answer, r.comment, r.outcome, eff.overall, eff.computed_overall, eff.overridden,
+       (SELECT count(*) FROM overrides o WHERE o.response_id = r.response_id) AS n_overrides"""
+
+
+def page(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_number: int = 1,
+         page_size: int = PAGE_SIZE) -> list[dict[str, Any]]:
+    """One page (1-based) of matching responses, in response order."""
+    sql, params = _query(con, filters)
+    offset = max(page_number - 1, 0) * page_size
+    return query_dicts(con, sql.replace("__COLUMNS__", PAGE_COLUMNS) + " ORDER BY r.response_id LIMIT ? OFFSET ?",
+                       [*params, page_size, offset])
+

@@ -1,0 +1,158 @@
+"""dashboard.highlight: untrusted answer text + spans -> safe HTML (SPEC: model text is never live HTML)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dashboard.highlight import highlight, legend, plain, retrieved_table
+from evaluator.types import Span
+
+TAG = re.compile(r"<[^>]*>")
+
+
+def visible_text(markup: str) -> str:
+    """What a browser shows: tags removed (<br> as a newline), entities decoded."""
+    return html.unescape(TAG.sub("", markup.replace("<br>", "\n")))
+
+
+def marks(markup: str) -> list[tuple[str, str]]:
+    """(data-kinds, visible text) of every <mark>."""
+    return [(html.unescape(kinds), html.unescape(TAG.sub("", inner)))
+            for kinds, inner in re.findall(r'<mark data-kinds="([^"]*)"[^>]*>(.*?)</mark>', markup)]
+
+
+def test_script_tag_is_escaped_never_live():
+    out = highlight("Hello <script>alert(1)</script> world")
+    assert "<script" not in out.lower()
+    assert "&lt;script&gt;" in out
+    assert visible_text(out) == "Hello <script>alert(1)</script> world"
+
+
+def test_img_onerror_is_escaped_never_live():
+    out = highlight('<img src=x onerror=alert(1)> and "quotes" \'too\'')
+    assert "<img" not in out.lower()
+    assert "&lt;img src=x onerror=alert&#40;1&#41;&gt;" in out
+    assert visible_text(out) == '<img src=x onerror=alert(1)> and "quotes" \'too\''
+
+
+@pytest.mark.parametrize("payload", ["[x](javascript:alert(1))", "**bold**", "$math$", "__under__", "`code`",
+                                     ":red[colour] :smile:", "~~strike~~", "<a href='javascript:alert(1)'>x</a>"])
+def test_markdown_and_streamlit_syntax_is_neutralised(payload):
+    out = highlight(f"before {payload} after")
+    for raw in ("[", "](", "**", "$", "__", "`", ":", "~~", "<a"):
+        if raw in payload:
+            assert raw not in TAG.sub("", out), f"{raw!r} survives unescaped"
+    assert visible_text(out) == f"before {payload} after"
+
+
+def test_output_is_one_html_block_even_with_blank_lines():
+    # A blank line would end the HTML block and let Markdown parse the rest.
+    out = highlight("line one\n\n    indented code?\r\n# heading?\n\n[x](javascript:alert(1))")
+    assert "\n" not in out and "\r" not in out
+    assert out.startswith("<div") and out.endswith("</div>")
+
+
+def test_span_is_highlighted_with_its_kind():
+    answer = "Clearpath Pro costs $29/month for everyone."
+    start = answer.index("$29/month")
+    out = highlight(answer, [Span(start, start + 9, "$29/month", "unverified_price")])
+    assert marks(out) == [("unverified_price", "$29/month")]
+    assert 'title="Unverified price"' in out
+
+
+def test_each_kind_gets_its_own_colour_and_the_legend_lists_them():
+    answer = "See [Bala-Kanda 1.1] and [Yuddha-Kanda 9.9]; I cannot help with that."
+    spans = [Span(4, 20, "[Bala-Kanda 1.1]", "citation"),
+             Span(25, 43, "[Yuddha-Kanda 9.9]", "citation_not_retrieved"),
+             Span(45, 53, "I cannot", "refusal_phrase")]
+    out = highlight(answer, spans)
+    assert [k for k, _ in marks(out)] == ["citation", "citation_not_retrieved", "refusal_phrase"]
+    colours = re.findall(r"background:(#[0-9a-f]{6})", out)
+    assert len(set(colours)) == 3
+    key = legend(s.kind for s in spans)
+    for label in ("Citation found", "Citation not retrieved", "Refusal phrase"):
+        assert label in key
+
+
+def test_span_text_is_escaped_inside_the_mark():
+    answer = "Price <b>$5</b>!"
+    out = highlight(answer, [Span(6, 15, "<b>$5</b>", "unverified_price")])
+    assert "<b>" not in out
+    assert marks(out) == [("unverified_price", "<b>$5</b>")]
+
+
+def test_overlapping_spans_split_into_segments_with_all_kinds():
+    answer = "Sync Bridge Pro costs $9/month"
+    spans = [Span(0, 15, "Sync Bridge Pro", "proper_noun"), Span(5, 30, answer[5:], "unverified_price")]
+    out = highlight(answer, spans)
+    assert visible_text(out) == answer  # nothing lost or doubled
+    assert marks(out) == [
+        ("proper_noun", "Sync "),
+        ("unverified_price proper_noun", "Bridge Pro"),  # both kinds, price first (higher priority)
+        ("unverified_price", " costs $9/month"),
+    ]
+    assert out.count("dashed") == 1  # only the doubly covered segment is underlined
+
+
+def test_nested_and_duplicate_spans():
+    answer = "I cannot assist with that"
+    spans = [Span(0, 25, answer, "refusal_phrase"), Span(2, 8, "cannot", "substantive_phrase"),
+             Span(0, 25, answer, "refusal_phrase")]
+    out = highlight(answer, spans)
+    assert visible_text(out) == answer
+    assert [k for k, _ in marks(out)] == ["refusal_phrase", "substantive_phrase refusal_phrase", "refusal_phrase"]
+
+
+def test_offsets_are_characters_with_curly_quotes_and_emoji():
+    answer = "Rama’s “plan” 🙂👍🏽 costs $29/month — really"
+    start = answer.index("$29/month")
+    out = highlight(answer, [{"start": start, "end": start + 9, "text": "$29/month", "kind": "unverified_price"}])
+    assert marks(out) == [("unverified_price", "$29/month")]
+    assert visible_text(out) == answer
+
+
+def test_a_span_with_shifted_offsets_is_moved_to_its_text_and_a_missing_one_dropped():
+    answer = "🙂🙂 costs $29/month"
+    start = answer.index("$29/month")
+    utf16 = start + 2  # offsets counted in UTF-16 code units (two surrogate pairs before)
+    out = highlight(answer, [Span(utf16, utf16 + 9, "$29/month", "unverified_price"),
+                             Span(0, 3, "$99", "unverified_price"),
+                             Span(50, 60, "", "proper_noun")])
+    assert marks(out) == [("unverified_price", "$29/month")]
+
+
+def test_long_answers_are_truncated_with_a_note():
+    out = highlight("a" * 100 + "$5", [Span(100, 102, "$5", "unverified_price")], limit=50)
+    assert visible_text(out).startswith("a" * 50 + " … (52 more characters")
+    assert "<mark" not in out
+
+
+def test_plain_text_blocks_are_escaped():
+    out = plain("Q: <script>alert('x')</script> **hi** [l](javascript:x)")
+    assert "<script" not in out and "**" not in out and "](" not in out
+
+
+def test_retrieved_table_escapes_chunks_and_dims_items_below_threshold():
+    out = retrieved_table([
+        {"rank": 1, "id": "kb-1", "score": 0.8, "text": "<img src=x onerror=alert(1)>"},
+        {"rank": 2, "id": "kb-<2>", "score": 0.2, "text": "weak"},
+        {"rank": 3, "id": "kb-3", "score": None, "text": "no score"},
+    ], 0.35)
+    assert "<img" not in out and "kb-&lt;2&gt;" in out
+    assert re.findall(r'data-below="(\w+)"', out) == ["false", "true", "true"]
+    assert out.count("opacity:0.45") == 2
+
+
+@given(st.text(), st.lists(st.tuples(st.integers(-5, 60), st.integers(-5, 60),
+                                     st.sampled_from(["proper_noun", "unverified_price", "odd<kind>"]))))
+def test_any_text_and_spans_render_the_text_exactly_and_no_tag_of_its_own(text, raw_spans):
+    spans = [Span(a, b, text[a:b] if 0 <= a < b <= len(text) else "x", kind) for a, b, kind in raw_spans]
+    out = highlight(text, spans)
+    assert visible_text(out) == text.replace("\r", "").replace("\x00", "\ufffd")
+    tags = set(re.findall(r"</?([a-zA-Z]+)", out))
+    assert tags <= {"div", "mark", "br"}

@@ -1,0 +1,131 @@
+"""Numbered, append-only migrations (DESIGN "Store and schema") applied by evaluator.store."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from evaluator.migrations import MIGRATIONS
+from evaluator.store import applied_versions, connect, fetch_value, migrate
+
+VERSIONS = [version for version, _, _ in MIGRATIONS]
+DESIGN_TABLES = {
+    "schema_migrations", "runs", "questions", "responses", "chunks", "retrieved", "evaluations",
+    "check_results", "response_results", "flags", "metric_results", "metric_responses", "judge_cache",
+    "overrides",
+}
+# Released migrations are never edited: their name and the sha256 of their SQL are pinned
+# here. Change the schema by appending a migration (and pin it here once released).
+RELEASED = {
+    1: ("initial schema", "cf039103c5703f5e3c27bf0c91ad5e67e64843b8ae1923d2d959d328b648980e"),
+    2: ("override lookup index", "8468fbe4c62cb179a7249913688be2f654206253735fe7e5e291bcdb0002d935"),
+    3: ("evaluation rules text and profile", "57c504e45a640e3802db07ff1465a118f1513ba429a5b2062c1d74647c72ba38"),
+}
+
+
+def tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
+def columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
+    rows = con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()
+    return {row[0] for row in rows}
+
+
+def test_an_empty_store_gets_every_migration_recorded_in_schema_migrations(db_path: Path) -> None:
+    with connect(db_path) as con:
+        recorded = con.execute("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+        assert [(v, n) for v, n, _ in recorded] == [(v, n) for v, n, _ in MIGRATIONS]
+        assert all(applied_at is not None for _, _, applied_at in recorded)
+        assert DESIGN_TABLES <= tables(con)
+        assert {"rules_text", "profile", "with_spans"} <= columns(con, "evaluations")
+
+
+def test_migrate_returns_the_versions_it_applied(db_path: Path) -> None:
+    con = duckdb.connect(str(db_path))
+    try:
+        assert migrate(con) == VERSIONS
+        assert applied_versions(con) == VERSIONS
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("upto", VERSIONS[:-1])
+def test_a_store_at_an_earlier_version_gets_the_rest_and_keeps_its_data(db_path: Path, upto: int) -> None:
+    con = duckdb.connect(str(db_path))
+    try:
+        assert migrate(con, upto=upto) == [v for v in VERSIONS if v <= upto]
+        con.execute(
+            "INSERT INTO runs VALUES (1, 'old', 'old.jsonl', 'jsonl', 'abc', 'ramayana', now(), 1, NULL)"
+        )
+        con.execute(
+            "INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
+            "VALUES (1, 1, 'q1', 'openai', 'Rama went to the forest.', 'h')"
+        )
+        con.execute("INSERT INTO evaluations VALUES (1, 1, 'recorded', NULL, NULL, now(), NULL, 1)")
+    finally:
+        con.close()
+
+    with connect(db_path) as con:
+        assert applied_versions(con) == VERSIONS
+        assert con.execute("SELECT run_id, name, profile FROM runs").fetchall() == [(1, "old", "ramayana")]
+        assert con.execute("SELECT answer FROM responses").fetchall() == [("Rama went to the forest.",)]
+        assert con.execute("SELECT evaluation_id, ruleset FROM evaluations").fetchall() == [(1, "recorded")]
+        # Columns a later migration added exist and read NULL for the old rows.
+        assert con.execute("SELECT rules_text, profile, with_spans FROM evaluations").fetchall() == [
+            (None, None, None)
+        ]
+
+
+def test_reopening_a_migrated_store_applies_nothing(db_path: Path) -> None:
+    with connect(db_path) as con:
+        before = con.execute("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+    with connect(db_path) as con:
+        assert migrate(con) == []
+        after = con.execute("SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+    assert after == before
+
+
+def test_a_read_only_open_applies_no_migrations(db_path: Path) -> None:
+    con = duckdb.connect(str(db_path))
+    try:
+        migrate(con, upto=1)
+    finally:
+        con.close()
+    with connect(db_path, read_only=True) as con:
+        assert applied_versions(con) == [1]
+
+
+def test_migration_versions_are_unique_and_strictly_increasing() -> None:
+    assert len(set(VERSIONS)) == len(VERSIONS)
+    assert all(a < b for a, b in zip(VERSIONS, VERSIONS[1:], strict=False))
+    assert VERSIONS[0] == 1
+
+
+def test_migration_names_are_unique_and_non_empty() -> None:
+    names = [name for _, name, _ in MIGRATIONS]
+    assert all(name.strip() for name in names)
+    assert len(set(names)) == len(names)
+
+
+@pytest.mark.parametrize("version", sorted(RELEASED))
+def test_a_released_migration_is_never_edited(version: int) -> None:
+    by_version = {v: (name, hashlib.sha256(sql.encode()).hexdigest()) for v, name, sql in MIGRATIONS}
+    assert by_version[version] == RELEASED[version]
+
+
+def test_a_failing_migration_is_not_recorded(db_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    broken = [*MIGRATIONS, (VERSIONS[-1] + 1, "broken", "CREATE TABLE extra (v INTEGER); SELECT * FROM nowhere;")]
+    monkeypatch.setattr("evaluator.store.MIGRATIONS", broken)
+    con = duckdb.connect(str(db_path))
+    try:
+        with pytest.raises(duckdb.CatalogException):
+            migrate(con)
+        assert applied_versions(con) == VERSIONS
+        assert "extra" not in tables(con)
+        assert fetch_value(con, "SELECT count(*) FROM runs") == 0
+    finally:
+        con.close()
