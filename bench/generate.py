@@ -260,7 +260,7 @@ class RowMaker:
         for _ in range(n_facts):
             chunk = rng.choice(cited)
             cid = chunk.id
-            if rng.random() < 0.04:  # a citation of a shloka that was not retrieved
+            if rng.random() < 0.015:  # a citation of a shloka that was not retrieved
                 cid = rng.choice(self.corpus).id
                 flags.append("citation_not_retrieved")
             parts.append(rng.choice(FACT_SENTENCES).format(

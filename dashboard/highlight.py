@@ -53,7 +53,7 @@ class _Span:
 
 def escape_text(text: str) -> str:
     """HTML-escape text and neutralise Markdown/Streamlit syntax; newlines become <br>."""
-    return text.translate(_TABLE)
+    return text.replace("\n", "<br>")  # MUTANT
 
 
 def kind_label(kind: str) -> str:
@@ -148,6 +148,12 @@ def plain(text: str | None, *, muted: bool = False) -> str:
     """Untrusted text (a question, a comment, a chunk) as a safe HTML block, no highlights."""
     style = BOX_STYLE + (";opacity:0.55" if muted else "")
     return f'<div style="{style}">{escape_text(text or "")}</div>'
+
+
+def question(text: str | None) -> str:
+    """A question, escaped, set as a heading-like line above its answer."""
+    return (f'<div class="question" style="font-weight:600;white-space:pre-wrap;overflow-wrap:anywhere;'
+            f'margin:0.25rem 0 0.5rem 0">{escape_text(text or "")}</div>')
 
 
 def legend(kinds: Iterable[str] | None = None) -> str:

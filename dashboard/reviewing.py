@@ -15,7 +15,8 @@ from dashboard import highlight
 from evaluator.review_config import ReviewConfig
 
 VERDICT_COLOURS = {"PASS": "green", "FAIL": "red", "N/A": "gray"}
-VERDICT_ICONS = {"PASS": "✅", "FAIL": "❌", "N/A": "➖"}
+VERDICT_ICONS = {"PASS": ":green[:material/check_circle:]", "FAIL": ":red[:material/cancel:]",
+                 "N/A": ":gray[:material/remove_circle_outline:]"}
 
 
 def badge(verdict: str | None) -> str:
@@ -53,18 +54,31 @@ def answer(text: str, spans: Sequence[Mapping[str, Any]], *, limit: int | None =
 
 
 def checks(rows: Sequence[Mapping[str, Any]]) -> None:
-    """One line per check: icon, name, effective verdict (and the computed one when overridden), reason."""
-    lines = []
+    """One line per check: icon, name, effective verdict (and the computed one when overridden), reason.
+
+    Checks that do not apply (N/A, not overridden) are grouped on one dimmed line per reason.
+    """
+    lines, not_applicable = [], {}
     for row in rows:
         verdict = row["verdict"]
+        if verdict == "N/A" and not row.get("overridden"):
+            not_applicable.setdefault(row.get("reason") or "", []).append(row["check"])
+            continue
         changed = f" (computed {badge(row['computed'])}, overridden)" if row.get("overridden") else ""
-        lines.append(f"- {VERDICT_ICONS.get(verdict, '•')} **{highlight.inline(row['check'])}** "
+        lines.append(f"- {VERDICT_ICONS.get(verdict, '')} **{highlight.inline(row['check'])}** "
                      f"{badge(verdict)}{changed} — {highlight.inline(row.get('reason') or '')}")
+    for reason, names in not_applicable.items():
+        lines.append(f"- {VERDICT_ICONS['N/A']} :gray[{highlight.inline(', '.join(names))} — N/A"
+                     f"{' — ' + highlight.inline(reason) if reason else ''}]")
     st.markdown("\n".join(lines) if lines else "_No checks in this evaluation._")
 
 
 def retrieved(items: Sequence[Mapping[str, Any]], threshold: float) -> None:
     html(highlight.retrieved_table(items, threshold))
+
+
+def question(text: str | None) -> None:
+    html(highlight.question(text))
 
 
 def labelled(label: str, text: str | None, *, muted: bool = False) -> None:

@@ -51,11 +51,20 @@ _ID_NOISE = frozenset({"kanda", "kaanda", "khanda", "kand", "kandam", "sarga", "
                        "sloka", "verse"})
 
 
+_ID_ASCII = re.compile(r"([a-z]+)[-_ ]?kanda[-_ ]+(\d+)[.:_ ](\d+)")
+
+
 @functools.lru_cache(maxsize=65536)
 def citation_key(text: str) -> tuple[str, tuple[int, ...]]:
     """Normal form of a shloka reference: 'Ayodhya-Kanda 31.25', 'ayodhya_kanda_31_25',
     'Ayodhyā Kāṇḍa, sarga 31, shloka 25' -> ('ayodhya', (31, 25))."""
-    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+    if text.isascii():
+        plain = text.strip().lower()
+        m = _ID_ASCII.fullmatch(plain)
+        if m is not None:
+            return m.group(1), (int(m.group(2)), int(m.group(3)))
+    else:
+        plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
     words = [w for w in _ID_WORDS.findall(plain) if w not in _ID_NOISE]
     name = "".join(words)
     for suffix in ("kanda", "kaanda", "khanda", "kandam"):
@@ -68,19 +77,22 @@ def citation_key(text: str) -> tuple[str, tuple[int, ...]]:
 # --- gold answers (SPEC §6 normalisation) -----------------------------------------------------
 
 _PUNCT = re.compile(r"[^\w\s]")
+_ASCII_PUNCT = {i: None for i in range(128) if not (chr(i).isalnum() or chr(i).isspace())}  # incl. "_"
 _ARTICLES = frozenset({"a", "an", "the"})
 _WORD_CHAR = re.compile(r"[^\W_]")
 
 
-def _norm_word(raw: str) -> str:
-    w = _PUNCT.sub("", raw.lower())
-    return w.replace("_", "") if "_" in w else w
+def _strip_punct(low: str) -> str:
+    """Remove punctuation (anything neither a letter/digit nor white space; "_" too)."""
+    if low.isascii():
+        return low.translate(_ASCII_PUNCT)
+    out = _PUNCT.sub("", low)
+    return out.replace("_", "") if "_" in out else out
 
 
 def normalize_answer(text: str) -> str:
     """Lower-case, punctuation and the articles a/an/the removed, white space folded."""
-    words = (_norm_word(w) for w in straighten(text).split())
-    return " ".join(w for w in words if w and w not in _ARTICLES)
+    return " ".join([w for w in _strip_punct(straighten(text).lower()).split() if w not in _ARTICLES])
 
 
 @functools.lru_cache(maxsize=16384)
@@ -92,7 +104,7 @@ def _gold_spans(answer: str, aliases: Iterable[str]) -> list[Span]:
     """Where each normalised alias occurs in the answer, at word granularity."""
     words: list[tuple[str, int, int]] = []
     for m in re.finditer(r"\S+", answer):
-        w = _norm_word(straighten(m.group()))
+        w = _strip_punct(straighten(m.group()).lower())
         if not w or w in _ARTICLES:
             continue
         inner = [x.start() for x in _WORD_CHAR.finditer(m.group())]
@@ -135,9 +147,7 @@ def contains_term(hay: str, term: str, *, price: bool = False) -> bool:
         ok = not (start and _is_word(term[0]) and _is_word(hay[start - 1]))
         if ok and end < n:
             nxt = hay[end]
-            if _is_word(term[-1]) and _is_word(nxt):
-                ok = False
-            elif price and nxt in ".," and end + 1 < n and hay[end + 1].isdigit():
+            if _is_word(term[-1]) and _is_word(nxt) or price and nxt in ".," and end + 1 < n and hay[end + 1].isdigit():
                 ok = False
         if ok:
             return True
@@ -189,7 +199,8 @@ class Context:
     """One response being evaluated; shared lazy computations for checks and flags."""
 
     __slots__ = ("resp", "answer", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
-                 "_citations", "_retrieved_keys", "_unverified", "_doc", "_question")
+                 "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_memo",
+                 "_retrieved_ids")
 
     def __init__(self, resp: ResponseInput, comp: CompiledRules, profile: CompiledProfile,
                  t3_not_applicable: frozenset[str], with_spans: bool) -> None:
@@ -208,6 +219,9 @@ class Context:
         self._unverified: tuple[Span, ...] | None = None
         self._doc: str | None = None
         self._question: str | None = None
+        self._scores: list[float] | None = None
+        self._memo: dict[str, bool] = {}
+        self._retrieved_ids: frozenset[str] | None = None
 
     def not_required_for_t3(self, check_name: str) -> bool:
         return self.is_t3 and check_name in self.t3_na
@@ -235,7 +249,7 @@ class Context:
                                     self.answer)
                 got = (bool(spans), spans)
             else:
-                got = (mset.search(qn, folded) is not None, _NO_SPANS)
+                got = (mset.search(qn, folded, self._memo) is not None, _NO_SPANS)
             self._hits[category] = got
         return got
 
@@ -256,6 +270,15 @@ class Context:
             self._citations = c
         return c
 
+    def was_retrieved(self, shloka_id: str) -> bool:
+        """Is ``shloka_id`` among the retrieved items' ids (normalised, see citation_key)?"""
+        ids = self._retrieved_ids
+        if ids is None:
+            ids = self._retrieved_ids = frozenset(
+                str(it.id) for it in self.resp.retrieved if it is not None and it.id is not None
+            )
+        return shloka_id in ids or citation_key(shloka_id) in self.retrieved_keys()
+
     def retrieved_keys(self) -> frozenset[tuple[str, tuple[int, ...]]]:
         k = self._retrieved_keys
         if k is None:
@@ -265,7 +288,12 @@ class Context:
         return k
 
     def scores(self) -> list[float]:
-        return [s for s in (_score(it.score) for it in self.resp.retrieved if it is not None) if s is not None]
+        """The numeric similarity scores of the retrieved items (None and NaN left out)."""
+        sc = self._scores
+        if sc is None:
+            sc = self._scores = [s for s in (_score(it.score) for it in self.resp.retrieved if it is not None)
+                                 if s is not None]
+        return sc
 
     def _support_doc(self) -> str:
         d = self._doc
@@ -282,12 +310,20 @@ class Context:
         return q
 
     def _verified(self, text: str, price: bool) -> bool:
-        term = norm_term(text)
-        if not price and term in self.profile.allowlist:
+        """A retrieved item (or, unless the rules say otherwise, the question) contains the
+        term, ignoring case, quote style and white space; allowlisted proper nouns pass."""
+        if not price and self.profile.allowlist and norm_term(text) in self.profile.allowlist:
             return True
+        exempt = self.comp.rules.exempt_question_terms
+        for it in self.resp.retrieved:  # fast path: verbatim
+            if it is not None and isinstance(it.text, str) and contains_term(it.text, text, price=price):
+                return True
+        if exempt and isinstance(self.resp.question, str) and contains_term(self.resp.question, text, price=price):
+            return True
+        term = norm_term(text)
         if contains_term(self._support_doc(), term, price=price):
             return True
-        return self.comp.rules.exempt_question_terms and contains_term(self._question_doc(), term, price=price)
+        return exempt and contains_term(self._question_doc(), term, price=price)
 
     def unverified(self) -> tuple[Span, ...]:
         """Prices, then proper nouns, that no retrieved item (nor, by default, the question)
@@ -379,11 +415,9 @@ def retrieval_check(ctx: Context) -> CheckResult:
     if not above:
         return result(name, FAIL, f"no retrieved item scores at least {threshold:g} (best {max(scores):.2f})")
     expected = [str(e) for e in ctx.resp.expected_ids if e is not None and str(e).strip()]
-    if expected:
-        keys = ctx.retrieved_keys()
-        if not any(citation_key(e) in keys for e in expected):
-            shown = ", ".join(expected[:3]) + (", \u2026" if len(expected) > 3 else "")
-            return result(name, FAIL, f"none of the expected shlokas ({shown}) was retrieved")
+    if expected and not any(ctx.was_retrieved(e) for e in expected):
+        shown = ", ".join(expected[:3]) + (", \u2026" if len(expected) > 3 else "")
+        return result(name, FAIL, f"none of the expected shlokas ({shown}) was retrieved")
     return result(name, PASS, f"{above} of {len(items)} retrieved items score at least {threshold:g}")
 
 
@@ -463,7 +497,8 @@ def follows_template(ctx: Context) -> CheckResult:
         return result(name, PASS, "T2: cites shlokas and interprets", merge_spans(spans + marker_spans, ctx.answer))
     missing = " or ".join(x for x, ok in (("inline citation", cites), ("interpretation marker", interprets))
                           if not ok)
-    return result(name, FAIL, f"T2 must cite and interpret: no {missing}", merge_spans(spans + marker_spans, ctx.answer))
+    return result(name, FAIL, f"T2 must cite and interpret: no {missing}",
+                  merge_spans(spans + marker_spans, ctx.answer))
 
 
 @check("no_hallucination")
@@ -474,9 +509,8 @@ def no_hallucination(ctx: Context) -> CheckResult:
     first_bad_id: str | None = None
     cites = ctx.citations()
     if cites:
-        keys = ctx.retrieved_keys()
         for s, e, cid in cites:
-            if citation_key(cid) not in keys:
+            if not ctx.was_retrieved(cid):
                 if first_bad_id is None:
                     first_bad_id = cid
                 if not ctx.with_spans:

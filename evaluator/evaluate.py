@@ -15,8 +15,17 @@ from evaluator import flags as _flags  # noqa: F401 - registers the flags
 from evaluator.checks import NOT_APPLICABLE_TO_BOT, Context, result
 from evaluator.registry import get_check, get_flag
 from evaluator.rules import CompiledProfile, CompiledRules, Rules, compiled
-from evaluator.types import CHECK_NAMES, FAIL, FLAG_NAMES, NA, PASS, CheckResult, FlagResult, ResponseEvaluation, \
-    ResponseInput
+from evaluator.types import (
+    CHECK_NAMES,
+    FAIL,
+    FLAG_NAMES,
+    NA,
+    PASS,
+    CheckResult,
+    FlagResult,
+    ResponseEvaluation,
+    ResponseInput,
+)
 
 _Plan = tuple[CompiledRules, CompiledProfile, frozenset[str], tuple[tuple[str, Callable[..., Any] | None], ...],
               tuple[Callable[..., Any], ...]]
@@ -50,11 +59,11 @@ def _run_flag(fn: Callable[..., Any], ctx: Context) -> FlagResult | None:
 def _evaluate(resp: ResponseInput, plan: _Plan, with_spans: bool) -> ResponseEvaluation:
     comp, prof, t3_na, check_fns, flag_fns = plan
     ctx = Context(resp, comp, prof, t3_na, with_spans)
-    results = tuple(
+    results = tuple([
         _run_check(name, fn, ctx) if fn is not None else result(name, NA, NOT_APPLICABLE_TO_BOT)
         for name, fn in check_fns
-    )
-    raised = tuple(f for f in (_run_flag(fn, ctx) for fn in flag_fns) if f is not None)
+    ])
+    raised = tuple([f for f in [_run_flag(fn, ctx) for fn in flag_fns] if f is not None])
     overall = PASS if all(r.verdict != FAIL for r in results) else FAIL
     return ResponseEvaluation(results, raised, overall, ctx.is_t3)
 

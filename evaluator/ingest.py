@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from evaluator.readers import CHECK_NAMES, InputError, Record, detect_format, read_records, type_name
 from evaluator.results import write_response_results
-from evaluator.store import atomic, fetch_one, next_id
+from evaluator.store import atomic, fetch_one, fetch_value, next_id
 
 TEMPLATES = ("T1", "T2", "T3")
 VERDICTS = ("PASS", "FAIL", "N/A")
@@ -55,6 +55,60 @@ class DuplicateRunError(Exception):
     pass
 
 
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run file read and validated in memory, not yet stored."""
+
+    path: Path
+    fmt: str
+    name: str
+    profile: str
+    content_hash: str
+    columns: Columns
+
+    @property
+    def n_responses(self) -> int:
+        return len(self.columns.responses["row"])
+
+
+def prepare_run(
+    path: str | Path, *, name: str | None = None, fmt: str | None = None, profile: str | None = None,
+    progress: bool = False,
+) -> PreparedRun:
+    """Read and validate a run file without touching any store. Raises InputError."""
+    path = Path(path)
+    fmt = detect_format(path, fmt)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror})") from None
+    if not data.strip() and fmt != "parquet":
+        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
+    if profile is not None and profile not in PROFILES:
+        raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
+    columns = _collect(path, read_records(path, fmt, data), progress=progress, total_bytes=len(data))
+    if profile is None:
+        has_templates = any(columns.responses["template"]) or any(columns.questions["expected_template"])
+        profile = "ramayana" if has_templates else "clearpath"
+    return PreparedRun(path, fmt, name or path.stem, profile, hashlib.sha256(data).hexdigest(), columns)
+
+
+def store_run(con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool = False) -> IngestResult:
+    """Store a prepared run in one transaction. Raises DuplicateRunError; writes nothing then."""
+    with atomic(con):
+        replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
+        run_id = next_id(con, "runs", "run_id")
+        con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
+            [run_id, run.name, str(run.path), run.fmt, run.content_hash, run.profile, run.n_responses],
+        )
+        _load(con, run_id, run.columns)
+        if replaced_run_id is not None:
+            _move_overrides(con, replaced_run_id, run_id)
+            delete_run(con, replaced_run_id)
+    return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
+
+
 def ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: str | Path,
@@ -66,35 +120,13 @@ def ingest_file(
     progress: bool = False,
 ) -> IngestResult:
     """Read, validate and store one run file. Raises InputError / DuplicateRunError; writes nothing then."""
-    path = Path(path)
-    fmt = detect_format(path, fmt)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror})") from None
-    if not data.strip() and fmt != "parquet":
-        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
-    if profile is not None and profile not in PROFILES:
-        raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
-    run_name = name or path.stem
-    content_hash = hashlib.sha256(data).hexdigest()
-    columns = _collect(path, read_records(path, fmt, data), progress=progress, total_bytes=len(data))
-    n = len(columns.responses["row"])
-    if profile is None:
-        has_templates = any(columns.responses["template"]) or any(columns.questions["expected_template"])
-        profile = "ramayana" if has_templates else "clearpath"
-    with atomic(con):
-        replaced = _check_not_duplicate(con, run_name, content_hash, replace)
-        run_id = next_id(con, "runs", "run_id")
-        con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
-            [run_id, run_name, str(path), fmt, content_hash, profile, n],
-        )
-        _load(con, run_id, columns)
-    return IngestResult(run_id, run_name, profile, n, replaced)
+    run = prepare_run(path, name=name, fmt=fmt, profile=profile, progress=progress)
+    return store_run(con, run, replace=replace)
 
 
-def _check_not_duplicate(con: duckdb.DuckDBPyConnection, run_name: str, content_hash: str, replace: bool) -> bool:
+def _check_not_duplicate(
+    con: duckdb.DuckDBPyConnection, run_name: str, content_hash: str, replace: bool
+) -> int | None:
     same_name = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
     same_content = fetch_one(
         con, "SELECT name FROM runs WHERE content_hash = ? AND name <> ?", [content_hash, run_name]
@@ -109,9 +141,25 @@ def _check_not_duplicate(con: duckdb.DuckDBPyConnection, run_name: str, content_
             f"a run named {run_name!r} already exists; nothing was written "
             "(pass --replace to replace it, or --name to ingest under another name)"
         )
-    if same_name:
-        delete_run(con, int(same_name[0]))
-    return bool(same_name)
+    if same_name is None:
+        return None
+    # The old run steps aside under a temporary name until the new one is loaded, so reviewers'
+    # overrides can move across before it is deleted (all inside the caller's transaction).
+    con.execute("UPDATE runs SET name = name || ' (being replaced)' WHERE run_id = ?", [same_name[0]])
+    return int(same_name[0])
+
+
+def _move_overrides(con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int) -> None:
+    """Overrides of a replaced run follow responses with the same question, provider and answer."""
+    con.execute(
+        """UPDATE overrides SET response_id = moved.new_id
+           FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
+                 FROM responses o JOIN responses n
+                   ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
+                 WHERE o.run_id = ? AND n.run_id = ?) AS moved
+           WHERE overrides.response_id = moved.old_id""",
+        [old_run_id, new_run_id],
+    )
 
 
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
@@ -123,7 +171,7 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
         con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", [run_id])
     con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", [run_id])
     con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", [run_id])
-    # Response ids are reused after a delete, so a stale override would land on a new response.
+    # Overrides of answers that no longer exist go with them (matching ones were moved first).
     con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", [run_id])
     for table in ("metric_results", "evaluations", "questions", "responses", "runs"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
@@ -297,7 +345,7 @@ def _gold_answers(where: str, line_no: int, value: Any) -> list[dict[str, Any]] 
         return None
     if not isinstance(value, list):
         raise InputError(where, line_no, "gold_answers", f"expected a list, got {type_name(value)}")
-    claims = []
+    claims: list[dict[str, Any]] = []
     for index, claim in enumerate(value):
         field_name = f"gold_answers[{index}]"
         if isinstance(claim, str):
@@ -375,7 +423,9 @@ def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns)
 
 def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
     """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT."""
-    base = next_id(con, "responses", "response_id")
+    # Ids are never reused: a deleted run's id must not be taken by an unrelated new response.
+    base = int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
+                                "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))  # type: ignore[arg-type]
     new_responses = pa.table(cols.responses)
     new_questions = pa.table(cols.questions)
     new_retrieved = pa.table(cols.retrieved, schema=pa.schema(

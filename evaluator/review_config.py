@@ -28,7 +28,7 @@ DEFAULT_PARADOX_PHRASES: tuple[str, ...] = (
     "is expected",
     "are expected",
     "correct",
-    "is right",
+    "which is right",
     "appropriate",
     "rightly",
     "properly",

@@ -362,12 +362,11 @@ _QUOTE_MAP = {
     "\u2018": "'", "\u2019": "'", "\u201a": "'", "\u201b": "'", "\u2032": "'", "\u02bc": "'", "\uff07": "'",
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\uff02": '"',
 }
-_QUOTE_RX = re.compile("[" + "".join(_QUOTE_MAP) + "]")
 
 
 def straighten(text: str) -> str:
     """Curly quotes and apostrophes -> straight ones; same length, same offsets."""
-    if text.isascii() or _QUOTE_RX.search(text) is None:
+    if text.isascii():
         return text
     for curly, straight in _QUOTE_MAP.items():
         if curly in text:
@@ -452,64 +451,124 @@ def _sre() -> tuple[Any, Any, Any] | None:
 _SRE = _sre()
 
 
-def _folded_twin(pattern: str) -> re.Pattern[str] | None:
+def _top_keyword(items: list[Any], literal: Any) -> str | None:
+    """The longest run of literal characters at the top level of a parsed pattern: every
+    match contains it, so text without it cannot match."""
+    best, run = "", []
+    for op, av in [*items, (None, None)]:
+        if op is literal:
+            run.append(chr(av))
+            continue
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    return best or None
+
+
+def _fold_tree(items: list[Any], k: Any) -> None:
+    """Case-fold every literal of a parsed IGNORECASE pattern in place (see _folded_twin)."""
+    repeats = tuple(getattr(k, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(k, n))
+    ic = re.IGNORECASE.value
+    for i, (op, av) in enumerate(items):
+        if op is k.LITERAL:
+            items[i] = (op, _fold_code(av))
+        elif op is k.IN:
+            new: list[Any] = []
+            for o, a in av:
+                if o is k.LITERAL:
+                    new.append((o, _fold_code(a)))
+                elif o is k.RANGE:
+                    lo, hi = a
+                    if hi - lo > 4096:
+                        raise _Unfoldable("range")
+                    new.extend((k.LITERAL, c) for c in sorted({_fold_code(c) for c in range(lo, hi + 1)}))
+                elif o is k.CATEGORY:
+                    new.append((o, a))
+                else:  # NEGATE and friends: folding could lose matches
+                    raise _Unfoldable(str(o))
+            items[i] = (op, new)
+        elif op is k.SUBPATTERN:
+            group, add, dele, sub = av
+            if dele & ic:
+                raise _Unfoldable("case-sensitive group")
+            _fold_tree(sub.data, k)
+            items[i] = (op, (group, add & ~ic, dele, sub))
+        elif op is k.BRANCH:
+            for alt in av[1]:
+                _fold_tree(alt.data, k)
+        elif op in repeats:
+            _fold_tree(av[2].data, k)
+        elif op is k.ATOMIC_GROUP:
+            _fold_tree(av.data, k)
+        elif op is k.ASSERT:
+            _fold_tree(av[1].data, k)
+        elif op in (k.ANY, k.AT):
+            pass
+        else:  # NOT_LITERAL, ASSERT_NOT, GROUPREF, ...: not covered
+            raise _Unfoldable(str(op))
+
+
+def _folded_twin(pattern: str) -> tuple[re.Pattern[str], str | None] | None:
     """The pattern with every literal case-folded, compiled *without* IGNORECASE, so that
     on ``casefold_aligned(text)`` it matches wherever the IGNORECASE pattern matches on
-    ``text`` (same start). None when the pattern uses a construct this does not cover."""
+    ``text`` (same start), plus its keyword. None when the pattern uses a construct this
+    does not cover."""
     if _SRE is None:  # pragma: no cover
         return None
     parser, compiler, k = _SRE
-    repeats = tuple(getattr(k, n) for n in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT") if hasattr(k, n))
     ic = re.IGNORECASE.value
-
-    def fold(items: list[Any]) -> None:
-        for i, (op, av) in enumerate(items):
-            if op is k.LITERAL:
-                items[i] = (op, _fold_code(av))
-            elif op is k.IN:
-                new: list[Any] = []
-                for o, a in av:
-                    if o is k.LITERAL:
-                        new.append((o, _fold_code(a)))
-                    elif o is k.RANGE:
-                        lo, hi = a
-                        if hi - lo > 4096:
-                            raise _Unfoldable("range")
-                        new.extend((k.LITERAL, c) for c in sorted({_fold_code(c) for c in range(lo, hi + 1)}))
-                    elif o is k.CATEGORY:
-                        new.append((o, a))
-                    else:  # NEGATE and friends: folding could lose matches
-                        raise _Unfoldable(str(o))
-                items[i] = (op, new)
-            elif op is k.SUBPATTERN:
-                group, add, dele, sub = av
-                if dele & ic:
-                    raise _Unfoldable("case-sensitive group")
-                fold(sub.data)
-                items[i] = (op, (group, add & ~ic, dele, sub))
-            elif op is k.BRANCH:
-                for alt in av[1]:
-                    fold(alt.data)
-            elif op in repeats:
-                fold(av[2].data)
-            elif op is k.ATOMIC_GROUP:
-                fold(av.data)
-            elif op is k.ASSERT:
-                fold(av[1].data)
-            elif op in (k.ANY, k.AT):
-                pass
-            else:  # NOT_LITERAL, ASSERT_NOT, GROUPREF, ...: not covered
-                raise _Unfoldable(str(op))
-
     try:
         tree = parser.parse(pattern, re.IGNORECASE)
         if not tree.state.flags & ic:
             return None
-        fold(tree.data)
+        _fold_tree(tree.data, k)
         tree.state.flags &= ~ic
-        return compiler.compile(tree, 0)  # type: ignore[no-any-return]
+        return compiler.compile(tree, 0), _top_keyword(tree.data, k.LITERAL)
     except Exception:  # noqa: BLE001 - any surprise: no twin, the plain pattern still works
         return None
+
+
+
+_LOOKBEHIND_NOT_WORD = r"(?<!\w[\s\S])"
+
+
+def _plain(pattern: str) -> tuple[re.Pattern[str], str | None]:
+    """A case-sensitive pattern compiled for speed, plus its keyword. A leading ``\\b``
+    before a class of word characters (``\\b[A-Z]...``) stops re from skipping ahead to
+    candidate characters; it is rewritten to the equivalent ``[A-Z](?<!\\w[\\s\\S])...``."""
+    rx = re.compile(pattern)
+    if _SRE is None:  # pragma: no cover
+        return rx, None
+    parser, compiler, k = _SRE
+    try:
+        tree = parser.parse(pattern, 0)
+        keyword = _top_keyword(tree.data, k.LITERAL)
+        data = tree.data
+        if (
+            len(data) >= 2
+            and data[0] == (k.AT, k.AT_BOUNDARY)
+            and data[1][0] is k.IN
+            and _all_word_chars(data[1][1], k)
+        ):
+            helper = parser.parse(_LOOKBEHIND_NOT_WORD, 0)
+            tree.data = [data[1], helper.data[0], *data[2:]]
+            return compiler.compile(tree, 0), keyword
+        return rx, keyword
+    except Exception:  # noqa: BLE001 - keep the plain pattern
+        return rx, None
+
+
+def _all_word_chars(items: list[Any], k: Any) -> bool:
+    for o, a in items:
+        if o is k.LITERAL:
+            chars: Iterator[int] = iter((a,))
+        elif o is k.RANGE and a[1] - a[0] <= 4096:
+            chars = iter(range(a[0], a[1] + 1))
+        else:
+            return False
+        if not all(_char_class(chr(c))[0] for c in chars):
+            return False
+    return True
 
 
 def _compile_rule(rule: PatternRule) -> re.Pattern[str]:
@@ -521,21 +580,54 @@ def _phrase_rule(phrase: str) -> PatternRule:
     return PatternRule(r"\s+".join(re.escape(part) for part in straighten(phrase).split()), True)
 
 
-class Matcher:
-    """One pattern, matched on straightened text (``qn``); ``folded`` is
-    ``casefold_aligned(qn)`` (or None), used to skip the slow IGNORECASE scan."""
+def _present(keyword: str, text: str, memo: dict[str, bool] | None, space: str) -> bool:
+    if memo is None:
+        return keyword in text
+    key = space + keyword
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = keyword in text
+    return got
 
-    __slots__ = ("pattern", "rx", "twin")
+
+class Matcher:
+    """One pattern, matched on straightened text ``qn``; ``folded`` is
+    ``casefold_aligned(qn)`` (or None). Matches are exactly those of ``rx`` on ``qn``.
+
+    Speed: text lacking the pattern's keyword is skipped with ``str.__contains__``; a
+    case-insensitive pattern first runs its folded twin (fast, no IGNORECASE) on
+    ``folded`` and ``rx`` only confirms from the twin's match position."""
+
+    __slots__ = ("pattern", "rx", "fast", "twin", "keyword", "folded_keyword")
 
     def __init__(self, rule: PatternRule) -> None:
+        source = straighten(rule.pattern)
         self.pattern = rule.pattern
         self.rx = _compile_rule(rule)
-        self.twin = _folded_twin(straighten(rule.pattern)) if rule.ignore_case else None
+        self.twin: re.Pattern[str] | None = None
+        self.folded_keyword: str | None = None
+        self.keyword: str | None = None
+        if rule.ignore_case:
+            self.fast = self.rx
+            twin = _folded_twin(source)
+            if twin is not None:
+                self.twin, self.folded_keyword = twin
+        else:
+            self.fast, self.keyword = _plain(source)
 
-    def search(self, qn: str, folded: str | None, pos: int = 0) -> re.Match[str] | None:
+    def search(self, qn: str, folded: str | None, pos: int = 0,
+               memo: dict[str, bool] | None = None) -> re.Match[str] | None:
+        """The first match starting at or after ``pos``; ``memo`` caches keyword presence
+        for this text across patterns."""
         twin = self.twin
         if twin is None or folded is None:
-            return self.rx.search(qn, pos)
+            kw = self.keyword
+            if kw is not None and not _present(kw, qn, memo, "p"):
+                return None
+            return self.fast.search(qn, pos)
+        kw = self.folded_keyword
+        if kw is not None and not _present(kw, folded, memo, "f"):
+            return None
         m = twin.search(folded, pos)
         if m is None:
             return None
@@ -544,7 +636,9 @@ class Matcher:
     def finditer(self, qn: str, folded: str | None) -> Iterator[re.Match[str]]:
         """Same matches as ``rx.finditer(qn)``."""
         if self.twin is None or folded is None:
-            yield from self.rx.finditer(qn)
+            kw = self.keyword
+            if kw is None or kw in qn:
+                yield from self.fast.finditer(qn)
             return
         pos, n = 0, len(qn)
         while pos <= n:
@@ -559,7 +653,7 @@ class Matcher:
 
 
 class MatcherSet:
-    """Several patterns; matches if any matches."""
+    """Several patterns; the set matches if any matches."""
 
     __slots__ = ("matchers",)
 
@@ -569,14 +663,16 @@ class MatcherSet:
     def __bool__(self) -> bool:
         return bool(self.matchers)
 
-    def search(self, qn: str, folded: str | None) -> re.Match[str] | None:
+    def search(self, qn: str, folded: str | None, memo: dict[str, bool] | None = None) -> re.Match[str] | None:
+        """Some match (the first pattern's that matches), or None."""
         for m in self.matchers:
-            found = m.search(qn, folded)
+            found = m.search(qn, folded, 0, memo)
             if found is not None:
                 return found
         return None
 
     def finditer(self, qn: str, folded: str | None) -> Iterator[re.Match[str]]:
+        """Every pattern's matches, pattern by pattern."""
         for m in self.matchers:
             yield from m.finditer(qn, folded)
 
@@ -620,14 +716,17 @@ class CompiledRules:
             raise
 
 
-_WS_RX = re.compile(r"\s+")
 _SLASH_RX = re.compile(r" ?/ ?")
 
 
 def norm_term(text: str) -> str:
     """Normal form used to look a price or proper noun up in other text: straight quotes,
     lower case, white space folded, no spaces around '/'."""
-    out = " ".join(straighten(text).lower().split())
+    out = straighten(text).lower()
+    if not out.isascii() or "  " in out or "\n" in out or "\t" in out or "\r" in out or "\f" in out or "\v" in out:
+        out = " ".join(out.split())
+    elif out[:1] == " " or out[-1:] == " ":
+        out = out.strip(" ")
     return _SLASH_RX.sub("/", out) if "/" in out else out
 
 

@@ -180,7 +180,7 @@ if history:
     frame["carried_from_run"] = frame["carried_from_run"].fillna("")
     st.dataframe(frame[["created_at", "reviewer", "target", "old_value", "new_value", "reason", "ruleset",
                         "carried_from_run", "override_id"]],
-                 hide_index=True, use_container_width=True,
+                 hide_index=True, width="stretch",
                  column_config={"created_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm:ss"),
                                 "ruleset": "evaluation", "carried_from_run": "carried from run"})
 else:

@@ -11,10 +11,11 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import reviewing
+from dashboard.highlight import inline
 from dashboard.common import select_in_url, sidebar_run_picker, store
 from evaluator.queries import triage as q
 
-ALL = "__all__"
+ALL = "*"  # "any value" in the URL, e.g. ?provider=*
 VERDICT_OPTIONS = [ALL, "FAIL", "PASS", "N/A"]
 
 
@@ -50,11 +51,11 @@ def _pager(total: int, current: int, pages: int, where: str) -> None:
     last = min(current * q.PAGE_SIZE, total)
     left, middle, right = st.columns([1, 4, 1], vertical_alignment="center")
     left.button("← Previous", key=f"prev_{where}", disabled=current <= 1, on_click=_go_to, args=(current - 1,),
-                use_container_width=True)
+                width="stretch")
     middle.markdown(f"<div style='text-align:center'>Page <b>{current}</b> of {pages} · "
                     f"responses {first}–{last} of {total}</div>", unsafe_allow_html=True)
     right.button("Next →", key=f"next_{where}", disabled=current >= pages, on_click=_go_to, args=(current + 1,),
-                 use_container_width=True)
+                 width="stretch")
 
 
 def _card(row: dict, details: dict, evaluation_id: int, shown: dict) -> None:
@@ -62,24 +63,24 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict) -> None:
     flags = details["flags"]
     with st.container(border=True):
         overridden = " :violet-badge[overridden]" if row["n_overrides"] else ""
-        model = f" · {reviewing.highlight.inline(row['model'])}" if row["model"] else ""
-        head, link = st.columns([5, 1], vertical_alignment="center")
-        head.markdown(
-            f"**{reviewing.highlight.inline(row['question_id'])}** · {reviewing.highlight.inline(row['provider'])}"
-            f"{model} · template {reviewing.highlight.inline(row['template_group'])} · "
-            f"overall {reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}"
-        )
+        model = f" · {inline(row['model'])}" if row["model"] else ""
+        template = f" · {inline(row['template_group'])}" if row["template_group"] != "none" else ""
+        head, link = st.columns([6, 1], vertical_alignment="center")
+        head.markdown(f"**{inline(row['question_id'])}** · {inline(row['provider'])}{model}{template} · "
+                      f"{reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}")
         link.page_link("pages/review.py", label="Review", icon=":material/rate_review:",
                        query_params={"response": str(response_id), "evaluation": str(evaluation_id)})
-        reviewing.labelled("Question", row["question"])
-        reviewing.banners(flags, shown["banners"])
-        st.caption("Answer")
-        reviewing.answer(row["answer"], details["spans"], limit=3000)
-        if row["comment"]:
-            reviewing.labelled("Reviewer comment", row["comment"], muted=True)
-        with st.expander(f"Checks and retrieved items ({len(details['retrieved'])} retrieved)"):
+        left, right = st.columns([3, 2], gap="medium")
+        with left:
+            reviewing.question(row["question"])
+            reviewing.banners(flags, shown["banners"])
+            reviewing.answer(row["answer"], details["spans"], limit=3000)
+            if row["comment"]:
+                reviewing.labelled("Reviewer comment", row["comment"], muted=True)
+        with right:
             reviewing.checks(details["checks"])
-            reviewing.retrieved(details["retrieved"], shown["threshold"])
+            with st.expander(f"Retrieved items ({len(details['retrieved'])})"):
+                reviewing.retrieved(details["retrieved"], shown["threshold"])
 
 
 def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
@@ -92,7 +93,7 @@ def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-un
     if not rows:
         st.info("No overrides yet for this run: nothing to compare the evaluator against.")
     else:
-        st.dataframe(pd.DataFrame(rows), hide_index=True, use_container_width=True, column_config={
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
             "false_failure_rate": st.column_config.NumberColumn("false-failure rate", format="percent"),
             "false_pass_rate": st.column_config.NumberColumn("false-pass rate", format="percent"),
         })
@@ -102,7 +103,7 @@ def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-un
         st.caption("Pass rates without and with reviewers' overrides")
         merged = computed.merge(effective, on=["provider", "template"], suffixes=(" computed", " with overrides"))
         merged = merged[["provider", "template", "n computed", "pass_rate computed", "pass_rate with overrides"]]
-        st.dataframe(merged.rename(columns={"n computed": "responses"}), hide_index=True, use_container_width=True,
+        st.dataframe(merged.rename(columns={"n computed": "responses"}), hide_index=True, width="stretch",
                      column_config={c: st.column_config.NumberColumn(c, format="percent")
                                     for c in ("pass_rate computed", "pass_rate with overrides")})
 
@@ -115,7 +116,7 @@ with store() as con:
     run_id = q.run_id(con, run)
     evaluations = q.evaluations_of_run(con, run_id) if run_id is not None else []
     if not evaluations:
-        st.info(f"Run {reviewing.highlight.inline(run)} has no evaluation yet: "
+        st.info(f"Run {inline(run)} has no evaluation yet: "
                 "`python -m evaluator recompute --run RUN --ruleset t3_aware`.")
         st.stop()
     labels = {e["evaluation_id"]: q.evaluation_label(e) for e in evaluations}

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from evaluator.cli.common import UsageError
-from evaluator.ingest import PROFILES, DuplicateRunError, ingest_file
+from evaluator.ingest import PROFILES, DuplicateRunError, prepare_run, store_run
 from evaluator.readers import FORMATS
 from evaluator.store import connect
 
@@ -22,12 +22,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Validate before opening the store: bad input never creates or touches a store.
+    prepared = prepare_run(args.path, name=args.name, fmt=args.format, profile=args.profile,
+                           progress=sys.stderr.isatty())
     with connect(args.db) as con:
         try:
-            result = ingest_file(
-                con, args.path, name=args.name, fmt=args.format, profile=args.profile,
-                replace=args.replace, progress=sys.stderr.isatty(),
-            )
+            result = store_run(con, prepared, replace=args.replace)
         except DuplicateRunError as exc:
             raise UsageError(f"{args.path}: {exc}") from None
     print(result.name)

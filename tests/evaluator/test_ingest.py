@@ -71,9 +71,12 @@ def snapshot(db: Path) -> dict[str, Any]:
     """Row count of every table, plus the runs themselves."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        names = [row[0] for row in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
-        ).fetchall()]
+        names = [
+            row[0]
+            for row in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1"
+            ).fetchall()
+        ]
         counts: dict[str, Any] = {
             name: con.execute(f'SELECT count(*) FROM "{name}"').fetchall()[0][0] for name in names
         }
@@ -118,9 +121,16 @@ def assert_one_error(result: Any, prefix: str, *phrases: str) -> None:
 
 
 BASE_RECORDS = [
-    response("q1", "openai", template="T1", retrieved=[{"id": "Bala 1.1", "text": "Rama is born.", "score": 0.9}],
-             recorded_checks={"routing_check": "PASS", "cites_shlokas": "FAIL"}),
-    response("q1", "claude", template="T1", retrieved=[{"id": "Bala 1.1", "text": "Rama is born.", "score": 0.8}]),
+    response(
+        "q1",
+        "openai",
+        template="T1",
+        retrieved=[{"id": "Bala 1.1", "text": "Rama is born.", "score": 0.9}],
+        recorded_checks={"routing_check": "PASS", "cites_shlokas": "FAIL"},
+    ),
+    response(
+        "q1", "claude", template="T1", retrieved=[{"id": "Bala 1.1", "text": "Rama is born.", "score": 0.8}]
+    ),
     response("q2", "openai", template="T3", answer="I can only discuss the Ramayana."),
     response("q2", "claude", template="T3", answer="That is outside my scope."),
 ]
@@ -143,39 +153,98 @@ def ingest(cli, db: Path, path: Path, *options: str) -> Any:
 GOOD = response("q9", "openai")
 BAD_JSONL = [
     # id, lines, line of the error, field, phrase
-    ("malformed_json", [GOOD, '{"question_id": "q2", "question": ', response("q3")], 2, None, "malformed JSON"),
-    ("missing_question", [GOOD, {k: v for k, v in response("q2").items() if k != "question"}], 2, "question",
-     "missing required field"),
-    ("missing_answer", [GOOD, {k: v for k, v in response("q2").items() if k != "answer"}], 2, "answer",
-     "missing required field"),
+    (
+        "malformed_json",
+        [GOOD, '{"question_id": "q2", "question": ', response("q3")],
+        2,
+        None,
+        "malformed JSON",
+    ),
+    (
+        "missing_question",
+        [GOOD, {k: v for k, v in response("q2").items() if k != "question"}],
+        2,
+        "question",
+        "missing required field",
+    ),
+    (
+        "missing_answer",
+        [GOOD, {k: v for k, v in response("q2").items() if k != "answer"}],
+        2,
+        "answer",
+        "missing required field",
+    ),
     ("question_id_list", [GOOD, response(["q2"])], 2, "question_id", "expected a string, got a list"),
     ("answer_number", [GOOD, response("q2", answer=42)], 2, "answer", "expected a string, got a number"),
     ("retrieved_not_list", [GOOD, response("q2", retrieved="Bala 1.1")], 2, "retrieved", "expected a list"),
-    ("score_string", [GOOD, response("q2", retrieved=[{"id": "c1", "text": "t", "score": "high"}])], 2,
-     "retrieved[0].score", "expected a number, got a string"),
-    ("retrieved_item_without_id", [GOOD, response("q2", retrieved=[{"text": "t", "score": 0.5}])], 2,
-     "retrieved[0].id", "missing"),
-    ("answerable_string", [GOOD, response("q2", answerable="maybe")], 2, "answerable", "expected true or false"),
+    (
+        "score_string",
+        [GOOD, response("q2", retrieved=[{"id": "c1", "text": "t", "score": "high"}])],
+        2,
+        "retrieved[0].score",
+        "expected a number, got a string",
+    ),
+    (
+        "retrieved_item_without_id",
+        [GOOD, response("q2", retrieved=[{"text": "t", "score": 0.5}])],
+        2,
+        "retrieved[0].id",
+        "missing",
+    ),
+    (
+        "answerable_string",
+        [GOOD, response("q2", answerable="maybe")],
+        2,
+        "answerable",
+        "expected true or false",
+    ),
     ("unknown_template", [GOOD, response("q2", template="T4")], 2, "template", "unknown template 'T4'"),
-    ("unknown_expected_template", [GOOD, response("q2", expected_template="T9")], 2, "expected_template",
-     "unknown template 'T9'"),
-    ("duplicate_pair", [response("q1"), response("q2"), response("q1", answer="again")], 3, "question_id",
-     "duplicate (question_id, provider) = ('q1', 'openai'); first seen on line 1"),
-    ("unknown_verdict", [GOOD, response("q2", recorded_checks={"routing_check": "MAYBE"})], 2,
-     "recorded_checks.routing_check", "unknown verdict 'MAYBE'"),
-    ("recorded_checks_not_object", [GOOD, response("q2", recorded_checks=["PASS"])], 2, "recorded_checks",
-     "expected an object"),
+    (
+        "unknown_expected_template",
+        [GOOD, response("q2", expected_template="T9")],
+        2,
+        "expected_template",
+        "unknown template 'T9'",
+    ),
+    (
+        "duplicate_pair",
+        [response("q1"), response("q2"), response("q1", answer="again")],
+        3,
+        "question_id",
+        "duplicate (question_id, provider) = ('q1', 'openai'); first seen on line 1",
+    ),
+    (
+        "unknown_verdict",
+        [GOOD, response("q2", recorded_checks={"routing_check": "MAYBE"})],
+        2,
+        "recorded_checks.routing_check",
+        "unknown verdict 'MAYBE'",
+    ),
+    (
+        "recorded_checks_not_object",
+        [GOOD, response("q2", recorded_checks=["PASS"])],
+        2,
+        "recorded_checks",
+        "expected an object",
+    ),
     ("line_not_object", [GOOD, "[1, 2]"], 2, None, "expected a JSON object"),
     ("empty_provider", [GOOD, response("q2", provider=" ")], 2, "provider", "must not be empty"),
     ("gold_answers_bad_claim", [GOOD, response("q2", gold_answers=[3])], 2, "gold_answers[0]", "expected"),
-    ("contradicting_question", [response("q1", expected_template="T1"),
-                                response("q1", "claude", expected_template="T2")], 2, "expected_template",
-     "must agree"),
+    (
+        "contradicting_question",
+        [response("q1", expected_template="T1"), response("q1", "claude", expected_template="T2")],
+        2,
+        "expected_template",
+        "must agree",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("lines", "line", "field", "phrase"),
-                         [case[1:] for case in BAD_JSONL], ids=[case[0] for case in BAD_JSONL])
+@pytest.mark.parametrize(
+    ("lines", "line", "field", "phrase"),
+    [case[1:] for case in BAD_JSONL],
+    ids=[case[0] for case in BAD_JSONL],
+)
 def test_bad_jsonl_line_is_refused_naming_file_line_and_field(
     cli, store: Path, tmp_path: Path, lines: list, line: int, field: str | None, phrase: str
 ) -> None:
@@ -189,10 +258,18 @@ def test_bad_jsonl_line_is_refused_naming_file_line_and_field(
 
 @pytest.mark.parametrize(
     ("name", "content"),
-    [("empty.jsonl", b""), ("blank.jsonl", b"  \n\n\t \r\n"), ("bom_only.jsonl", b"\xef\xbb\xbf\n"),
-     ("empty.json", b"[]"), ("empty.csv", b""), ("header_only.csv", b"question_id,question,openai_answer\n")],
+    [
+        ("empty.jsonl", b""),
+        ("blank.jsonl", b"  \n\n\t \r\n"),
+        ("bom_only.jsonl", b"\xef\xbb\xbf\n"),
+        ("empty.json", b"[]"),
+        ("empty.csv", b""),
+        ("header_only.csv", b"question_id,question,openai_answer\n"),
+    ],
 )
-def test_a_file_without_responses_is_refused(cli, store: Path, tmp_path: Path, name: str, content: bytes) -> None:
+def test_a_file_without_responses_is_refused(
+    cli, store: Path, tmp_path: Path, name: str, content: bytes
+) -> None:
     path = write(tmp_path / name, content)
     before = snapshot(store)
     assert_one_error(ingest(cli, store, path), f"{path}", "no responses to ingest")
@@ -200,7 +277,9 @@ def test_a_file_without_responses_is_refused(cli, store: Path, tmp_path: Path, n
 
 
 def test_latin1_bytes_are_refused_naming_the_line(cli, store: Path, tmp_path: Path) -> None:
-    content = jsonl(GOOD) + json.dumps(response("q2", answer="café"), ensure_ascii=False).encode("latin-1") + b"\n"
+    content = (
+        jsonl(GOOD) + json.dumps(response("q2", answer="café"), ensure_ascii=False).encode("latin-1") + b"\n"
+    )
     path = write(tmp_path / "latin1.jsonl", content)
     before = snapshot(store)
     assert_one_error(ingest(cli, store, path), f"{path}:2: ", "not valid UTF-8", "0xe9")
@@ -208,9 +287,11 @@ def test_latin1_bytes_are_refused_naming_the_line(cli, store: Path, tmp_path: Pa
 
 
 def test_wide_csv_row_with_the_wrong_cell_count_is_refused(cli, store: Path, tmp_path: Path) -> None:
-    rows = [["question_id", "question", "openai_answer", "claude_answer"],
-            ["q1", "Who?", "Rama", "Rama"],
-            ["q2", "Where?", "Ayodhya"]]
+    rows = [
+        ["question_id", "question", "openai_answer", "claude_answer"],
+        ["q1", "Who?", "Rama", "Rama"],
+        ["q2", "Where?", "Ayodhya"],
+    ]
     path = write(tmp_path / "wide.csv", csv_bytes(rows))
     before = snapshot(store)
     assert_one_error(ingest(cli, store, path), f"{path}:3: ", "expected 4 cells", "found 3")
@@ -218,16 +299,20 @@ def test_wide_csv_row_with_the_wrong_cell_count_is_refused(cli, store: Path, tmp
 
 
 def test_csv_header_without_provider_columns_is_refused(cli, store: Path, tmp_path: Path) -> None:
-    path = write(tmp_path / "noprov.csv", csv_bytes([["question_id", "question", "answer"], ["q1", "Who?", "Rama"]]))
+    path = write(
+        tmp_path / "noprov.csv", csv_bytes([["question_id", "question", "answer"], ["q1", "Who?", "Rama"]])
+    )
     before = snapshot(store)
     assert_one_error(ingest(cli, store, path), f"{path}:1: field 'provider': ", "no provider")
     assert snapshot(store) == before
 
 
 def test_wide_csv_unknown_recorded_verdict_is_refused(cli, store: Path, tmp_path: Path) -> None:
-    rows = [["question_id", "question", "openai_answer", "openai_routing_check"],
-            ["q1", "Who?", "Rama", "PASS"],
-            ["q2", "Where?", "Ayodhya", "GOOD"]]
+    rows = [
+        ["question_id", "question", "openai_answer", "openai_routing_check"],
+        ["q1", "Who?", "Rama", "PASS"],
+        ["q2", "Where?", "Ayodhya", "GOOD"],
+    ]
     path = write(tmp_path / "wide.csv", csv_bytes(rows))
     before = snapshot(store)
     assert_one_error(ingest(cli, store, path), f"{path}:3: field 'recorded_checks.routing_check': ", "'GOOD'")
@@ -235,8 +320,10 @@ def test_wide_csv_unknown_recorded_verdict_is_refused(cli, store: Path, tmp_path
 
 
 def test_bad_json_cell_in_csv_is_refused(cli, store: Path, tmp_path: Path) -> None:
-    rows = [["question_id", "question", "provider", "answer", "retrieved"],
-            ["q1", "Who?", "openai", "Rama", "[{not json"]]
+    rows = [
+        ["question_id", "question", "provider", "answer", "retrieved"],
+        ["q1", "Who?", "openai", "Rama", "[{not json"],
+    ]
     path = write(tmp_path / "long.csv", csv_bytes(rows))
     before = snapshot(store)
     assert_one_error(ingest(cli, store, path), f"{path}:2: field 'retrieved': ", "expected JSON")
@@ -283,15 +370,21 @@ def test_missing_file_is_refused(cli, store: Path, tmp_path: Path) -> None:
 
 def test_ingesting_the_same_file_twice_is_refused(cli, store: Path, tmp_path: Path) -> None:
     before = snapshot(store)
-    assert_one_error(ingest(cli, store, tmp_path / "base.jsonl"), f"{tmp_path / 'base.jsonl'}: ",
-                     "a run named 'base' already exists", "--replace")
+    assert_one_error(
+        ingest(cli, store, tmp_path / "base.jsonl"),
+        f"{tmp_path / 'base.jsonl'}: ",
+        "a run named 'base' already exists",
+        "--replace",
+    )
     assert snapshot(store) == before
 
 
 def test_the_same_content_under_another_name_is_refused(cli, store: Path, tmp_path: Path) -> None:
     copy = write(tmp_path / "copy.jsonl", (tmp_path / "base.jsonl").read_bytes())
     before = snapshot(store)
-    assert_one_error(ingest(cli, store, copy, "--name", "other"), f"{copy}: ", "already ingested as run 'base'")
+    assert_one_error(
+        ingest(cli, store, copy, "--name", "other"), f"{copy}: ", "already ingested as run 'base'"
+    )
     assert snapshot(store) == before
 
 
@@ -300,11 +393,15 @@ def test_a_new_file_under_an_existing_run_name_is_refused(cli, store: Path, tmp_
     before = snapshot(store)
     assert_one_error(ingest(cli, store, path, "--name", "base"), f"{path}: ", "'base' already exists")
     assert snapshot(store) == before
-    assert answers(store, "base") == sorted((r["question_id"], r["provider"], r["answer"]) for r in BASE_RECORDS)
+    assert answers(store, "base") == sorted(
+        (r["question_id"], r["provider"], r["answer"]) for r in BASE_RECORDS
+    )
 
 
 def test_replace_swaps_the_run_whole(cli, store: Path, tmp_path: Path) -> None:
-    path = write(tmp_path / "new.jsonl", jsonl(response("q7", answer="new seven"), response("q8", answer="new 8")))
+    path = write(
+        tmp_path / "new.jsonl", jsonl(response("q7", answer="new seven"), response("q8", answer="new 8"))
+    )
     runs_before = query(store, "SELECT name FROM runs ORDER BY name")
     result = ingest(cli, store, path, "--name", "base", "--replace")
     assert result.returncode == 0, result.stderr
@@ -332,9 +429,10 @@ def test_replace_does_not_hand_old_overrides_to_the_new_responses(cli, store: Pa
     con = duckdb.connect(str(store))
     try:
         con.execute(
-            """INSERT INTO overrides (override_id, response_id, target, old_value, new_value, reason, reviewer,
-                                      created_at)
-               SELECT 1, min(response_id), 'overall', 'PASS', 'FAIL', 'wrong shloka', 'qa', now() FROM responses"""
+            """INSERT INTO overrides (override_id, response_id, target, old_value, new_value, reason,
+                                      reviewer, created_at)
+               SELECT 1, min(response_id), 'overall', 'PASS', 'FAIL', 'wrong shloka', 'qa', now()
+               FROM responses"""
         )
     finally:
         con.close()
@@ -348,14 +446,21 @@ def test_replace_does_not_hand_old_overrides_to_the_new_responses(cli, store: Pa
 
 
 def test_utf8_with_bom_loads(cli, db_path: Path, tmp_path: Path) -> None:
-    path = write(tmp_path / "bom.jsonl", b"\xef\xbb\xbf" + jsonl(response("q1", answer="Sītā"), response("q2")))
+    path = write(
+        tmp_path / "bom.jsonl", b"\xef\xbb\xbf" + jsonl(response("q1", answer="Sītā"), response("q2"))
+    )
     assert ingest(cli, db_path, path).returncode == 0
-    assert [row[:1] + row[2:] for row in answers(db_path, "bom")] == [("q1", "Sītā"), ("q2", "openai answers q2.")]
+    assert [row[:1] + row[2:] for row in answers(db_path, "bom")] == [
+        ("q1", "Sītā"),
+        ("q2", "openai answers q2."),
+    ]
 
 
 def test_wide_csv_with_bom_reads_the_first_header_cell(cli, db_path: Path, tmp_path: Path) -> None:
-    path = write(tmp_path / "bom.csv", b"\xef\xbb\xbf" + csv_bytes([["question_id", "question", "openai_answer"],
-                                                                    ["q1", "Who?", "Rama"]]))
+    path = write(
+        tmp_path / "bom.csv",
+        b"\xef\xbb\xbf" + csv_bytes([["question_id", "question", "openai_answer"], ["q1", "Who?", "Rama"]]),
+    )
     assert ingest(cli, db_path, path).returncode == 0
     assert answers(db_path, "bom") == [("q1", "openai", "Rama")]
 
@@ -368,8 +473,11 @@ def test_crlf_jsonl_loads_without_carriage_returns(cli, db_path: Path, tmp_path:
 
 
 def test_crlf_csv_loads_without_carriage_returns(cli, db_path: Path, tmp_path: Path) -> None:
-    rows = [["question_id", "question", "provider", "answer"], ["q1", "Who?", "openai", "Rama"],
-            ["q2", "Where?", "openai", "Ayodhya"]]
+    rows = [
+        ["question_id", "question", "provider", "answer"],
+        ["q1", "Who?", "openai", "Rama"],
+        ["q2", "Where?", "openai", "Ayodhya"],
+    ]
     path = write(tmp_path / "crlf.csv", csv_bytes(rows, line_end="\r\n"))
     assert ingest(cli, db_path, path).returncode == 0
     assert answers(db_path, "crlf") == [("q1", "openai", "Rama"), ("q2", "openai", "Ayodhya")]
@@ -388,14 +496,18 @@ def test_unicode_line_separators_inside_a_json_string_do_not_split_the_line(
 def test_an_empty_answer_is_stored_as_empty_text(cli, db_path: Path, tmp_path: Path) -> None:
     path = write(tmp_path / "empty_answer.jsonl", jsonl(response("q1", answer="")))
     assert ingest(cli, db_path, path).returncode == 0
-    assert query(db_path, "SELECT answer, answer_hash FROM responses") == [("", hashlib.sha256(b"").hexdigest())]
+    assert query(db_path, "SELECT answer, answer_hash FROM responses") == [
+        ("", hashlib.sha256(b"").hexdigest())
+    ]
 
 
 def test_a_one_megabyte_answer_is_stored_whole(cli, db_path: Path, tmp_path: Path) -> None:
     answer = ("Rama crossed to Lanka. " * 50_000)[:1_048_576] + "ऋ"
     path = write(tmp_path / "long_answer.jsonl", jsonl(response("q1", answer=answer), response("q2")))
     assert ingest(cli, db_path, path).returncode == 0
-    stored, stored_hash = query(db_path, "SELECT answer, answer_hash FROM responses WHERE question_id = 'q1'")[0]
+    stored, stored_hash = query(
+        db_path, "SELECT answer, answer_hash FROM responses WHERE question_id = 'q1'"
+    )[0]
     assert stored == answer
     assert stored_hash == hashlib.sha256(answer.encode()).hexdigest()
 
@@ -419,17 +531,27 @@ def test_unknown_fields_are_kept_in_response_metadata(cli, db_path: Path, tmp_pa
 
 def test_known_fields_are_stored_in_their_columns(cli, db_path: Path, tmp_path: Path) -> None:
     record = response(
-        "q1", model="gpt-4o", template="t3", classification="out_of_scope", answerable=False, comment="ok",
-        outcome="BOTH_FAIL", expected_template="T3", expected_routing="out_of_scope",
-        gold_answers=["Rama", ["Raghava", "Rama"], {"aliases": ["Sita"], "supported": True}], expected_ids=["c1"],
+        "q1",
+        model="gpt-4o",
+        template="t3",
+        classification="out_of_scope",
+        answerable=False,
+        comment="ok",
+        outcome="BOTH_FAIL",
+        expected_template="T3",
+        expected_routing="out_of_scope",
+        gold_answers=["Rama", ["Raghava", "Rama"], {"aliases": ["Sita"], "supported": True}],
+        expected_ids=["c1"],
     )
     path = write(tmp_path / "full.jsonl", jsonl(record))
     assert ingest(cli, db_path, path).returncode == 0
     assert query(
-        db_path, "SELECT model, template, classification, answerable, comment, outcome, metadata FROM responses"
+        db_path,
+        "SELECT model, template, classification, answerable, comment, outcome, metadata FROM responses",
     ) == [("gpt-4o", "T3", "out_of_scope", False, "ok", "BOTH_FAIL", None)]
     question, expected_template, routing, gold, expected_ids = query(
-        db_path, "SELECT question, expected_template, expected_routing, gold_answers, expected_ids FROM questions"
+        db_path,
+        "SELECT question, expected_template, expected_routing, gold_answers, expected_ids FROM questions",
     )[0]
     assert (question, expected_template, routing) == ("Question q1?", "T3", "out_of_scope")
     assert json.loads(gold) == [
@@ -442,56 +564,88 @@ def test_known_fields_are_stored_in_their_columns(cli, db_path: Path, tmp_path: 
 
 def test_retrieved_chunks_are_stored_once_and_ranked(cli, db_path: Path, tmp_path: Path) -> None:
     shared = {"id": "Bala 1.1", "text": "Rama is born.", "score": 0.9}
-    path = write(tmp_path / "chunks.jsonl", jsonl(
-        response("q1", retrieved=[shared, {"id": "Bala 1.2", "text": "Sita.", "score": 0.4}]),
-        response("q1", "claude", retrieved=[{**shared, "score": 0.7}]),
-    ))
+    path = write(
+        tmp_path / "chunks.jsonl",
+        jsonl(
+            response("q1", retrieved=[shared, {"id": "Bala 1.2", "text": "Sita.", "score": 0.4}]),
+            response("q1", "claude", retrieved=[{**shared, "score": 0.7}]),
+        ),
+    )
     assert ingest(cli, db_path, path).returncode == 0
     assert value(db_path, "SELECT count(*) FROM chunks") == 2
-    rows = query(db_path, """SELECT x.provider, t.rank, c.chunk_id, t.score FROM retrieved t
+    rows = query(
+        db_path,
+        """SELECT x.provider, t.rank, c.chunk_id, t.score FROM retrieved t
                              JOIN responses x USING (response_id) JOIN chunks c USING (chunk_key)
-                             ORDER BY x.provider, t.rank""")
-    assert rows == [("claude", 1, "Bala 1.1", 0.7), ("openai", 1, "Bala 1.1", 0.9), ("openai", 2, "Bala 1.2", 0.4)]
+                             ORDER BY x.provider, t.rank""",
+    )
+    assert rows == [
+        ("claude", 1, "Bala 1.1", 0.7),
+        ("openai", 1, "Bala 1.1", 0.9),
+        ("openai", 2, "Bala 1.2", 0.4),
+    ]
 
 
 def test_recorded_checks_become_the_recorded_evaluation(cli, db_path: Path, tmp_path: Path) -> None:
-    path = write(tmp_path / "rec.jsonl", jsonl(
-        response("q1", recorded_checks={"routing_check": "pass", "cites_shlokas": "FAIL", "follows_template": "NA"}),
-        response("q2"),
-    ))
+    path = write(
+        tmp_path / "rec.jsonl",
+        jsonl(
+            response(
+                "q1",
+                recorded_checks={"routing_check": "pass", "cites_shlokas": "FAIL", "follows_template": "NA"},
+            ),
+            response("q2"),
+        ),
+    )
     assert ingest(cli, db_path, path).returncode == 0
     verdicts = recorded_verdicts(db_path, "rec")
     assert verdicts[("q1", "openai", "routing_check")] == "PASS"
     assert verdicts[("q1", "openai", "cites_shlokas")] == "FAIL"
     assert verdicts[("q1", "openai", "follows_template")] == "N/A"
     assert len(verdicts) == 2 * len(CHECK_NAMES)
-    reasons = dict(query(db_path, "SELECT check_name, reason FROM check_results c JOIN responses x "
-                                  "USING (response_id) WHERE x.question_id = 'q1'"))
+    reasons = dict(
+        query(
+            db_path,
+            "SELECT check_name, reason FROM check_results c JOIN responses x "
+            "USING (response_id) WHERE x.question_id = 'q1'",
+        )
+    )
     assert reasons["routing_check"] == "recorded by the source evaluator"
     assert reasons["no_hallucination"] == "not recorded in the source file"
-    overall = dict(query(db_path, "SELECT x.question_id, rr.overall FROM response_results rr "
-                                  "JOIN responses x USING (response_id)"))
+    overall = dict(
+        query(
+            db_path,
+            "SELECT x.question_id, rr.overall FROM response_results rr JOIN responses x USING (response_id)",
+        )
+    )
     assert overall == {"q1": "FAIL", "q2": "PASS"}
 
 
 def test_a_json_list_file_loads(cli, db_path: Path, tmp_path: Path) -> None:
-    path = write(tmp_path / "list.json", json.dumps([response("q1"), response("q1", "claude")], indent=2).encode())
+    path = write(
+        tmp_path / "list.json", json.dumps([response("q1"), response("q1", "claude")], indent=2).encode()
+    )
     assert ingest(cli, db_path, path).returncode == 0
-    assert answers(db_path, "list") == [("q1", "claude", "claude answers q1."), ("q1", "openai", "openai answers q1.")]
+    assert answers(db_path, "list") == [
+        ("q1", "claude", "claude answers q1."),
+        ("q1", "openai", "openai answers q1."),
+    ]
     assert value(db_path, "SELECT source_format FROM runs") == "json"
 
 
 def test_a_parquet_file_loads(cli, db_path: Path, tmp_path: Path) -> None:
-    table = pa.table({
-        "question_id": ["q1", "q1"],
-        "question": ["Who is Rama?", "Who is Rama?"],
-        "provider": ["openai", "claude"],
-        "answer": ["A prince [Bala-Kanda 1.1].", ""],
-        "template": ["T1", "T1"],
-        "retrieved": [[{"id": "Bala 1.1", "text": "Rama is born.", "score": 0.9}], []],
-        "recorded_checks": ['{"routing_check": "PASS"}', None],
-        "latency_ms": [120, 95],
-    })
+    table = pa.table(
+        {
+            "question_id": ["q1", "q1"],
+            "question": ["Who is Rama?", "Who is Rama?"],
+            "provider": ["openai", "claude"],
+            "answer": ["A prince [Bala-Kanda 1.1].", ""],
+            "template": ["T1", "T1"],
+            "retrieved": [[{"id": "Bala 1.1", "text": "Rama is born.", "score": 0.9}], []],
+            "recorded_checks": ['{"routing_check": "PASS"}', None],
+            "latency_ms": [120, 95],
+        }
+    )
     path = tmp_path / "run.parquet"
     pq.write_table(table, path)
     assert ingest(cli, db_path, path).returncode == 0
@@ -505,39 +659,70 @@ def test_a_parquet_file_loads(cli, db_path: Path, tmp_path: Path) -> None:
 
 def test_a_long_csv_loads(cli, db_path: Path, tmp_path: Path) -> None:
     retrieved = json.dumps([{"id": "c1", "text": "Pro plan costs $29/month.", "score": 0.41}])
-    rows = [["question_id", "question", "provider", "answer", "retrieved", "answerable"],
-            ["q1", "Price?", "openai", "$29/month", retrieved, "true"],
-            ["q1", "Price?", "claude", "", "", ""]]
+    rows = [
+        ["question_id", "question", "provider", "answer", "retrieved", "answerable"],
+        ["q1", "Price?", "openai", "$29/month", retrieved, "true"],
+        ["q1", "Price?", "claude", "", "", ""],
+    ]
     path = write(tmp_path / "long.csv", csv_bytes(rows))
     assert ingest(cli, db_path, path).returncode == 0
-    assert query(db_path, "SELECT provider, answer, answerable, source_line FROM responses ORDER BY provider") == [
-        ("claude", "", None, 3), ("openai", "$29/month", True, 2)]
+    assert query(
+        db_path, "SELECT provider, answer, answerable, source_line FROM responses ORDER BY provider"
+    ) == [("claude", "", None, 3), ("openai", "$29/month", True, 2)]
     assert query(db_path, "SELECT score FROM retrieved") == [(0.41,)]
     assert value(db_path, "SELECT source_format FROM runs") == "csv"
 
 
 def test_a_wide_csv_takes_providers_from_the_header(cli, db_path: Path, tmp_path: Path) -> None:
-    rows = [["question_id", "question", "expected_template", "comment", "outcome", "openai_answer", "claude_answer",
-             "openai_template", "claude_template"],
-            ["q1", "Who is Rama?", "T1", "fine", "BOTH_PASS", "A prince.", "The hero.", "T1", "T1"],
-            ["q2", "Write a poem", "T3", "", "", "I only discuss the epic.", "", "T3", "T3"]]
+    rows = [
+        [
+            "question_id",
+            "question",
+            "expected_template",
+            "comment",
+            "outcome",
+            "openai_answer",
+            "claude_answer",
+            "openai_template",
+            "claude_template",
+        ],
+        ["q1", "Who is Rama?", "T1", "fine", "BOTH_PASS", "A prince.", "The hero.", "T1", "T1"],
+        ["q2", "Write a poem", "T3", "", "", "I only discuss the epic.", "", "T3", "T3"],
+    ]
     path = write(tmp_path / "golden.csv", csv_bytes(rows))
     assert ingest(cli, db_path, path).returncode == 0
-    assert query(db_path, """SELECT question_id, provider, answer, template, comment, outcome FROM responses
-                             ORDER BY question_id, provider""") == [
+    assert query(
+        db_path,
+        """SELECT question_id, provider, answer, template, comment, outcome FROM responses
+                             ORDER BY question_id, provider""",
+    ) == [
         ("q1", "claude", "The hero.", "T1", "fine", "BOTH_PASS"),
         ("q1", "openai", "A prince.", "T1", "fine", "BOTH_PASS"),
         ("q2", "claude", "", "T3", None, None),
         ("q2", "openai", "I only discuss the epic.", "T3", None, None),
     ]
     assert query(db_path, "SELECT question_id, expected_template FROM questions ORDER BY 1") == [
-        ("q1", "T1"), ("q2", "T3")]
+        ("q1", "T1"),
+        ("q2", "T3"),
+    ]
 
 
-def test_wide_csv_provider_check_columns_become_recorded_check_results(cli, db_path: Path, tmp_path: Path) -> None:
-    rows = [["question_id", "question", "openai_answer", "claude_answer", "openai_routing_check",
-             "claude_routing_check", "openai_no_hallucination", "claude_no_hallucination"],
-            ["q1", "Who?", "A prince.", "The hero.", "PASS", "FAIL", "N/A", "PASS"]]
+def test_wide_csv_provider_check_columns_become_recorded_check_results(
+    cli, db_path: Path, tmp_path: Path
+) -> None:
+    rows = [
+        [
+            "question_id",
+            "question",
+            "openai_answer",
+            "claude_answer",
+            "openai_routing_check",
+            "claude_routing_check",
+            "openai_no_hallucination",
+            "claude_no_hallucination",
+        ],
+        ["q1", "Who?", "A prince.", "The hero.", "PASS", "FAIL", "N/A", "PASS"],
+    ]
     path = write(tmp_path / "wide.csv", csv_bytes(rows))
     assert ingest(cli, db_path, path).returncode == 0
     verdicts = recorded_verdicts(db_path, "wide")
@@ -560,7 +745,8 @@ def test_the_default_run_name_is_the_file_stem_and_is_printed(cli, db_path: Path
     assert result.returncode == 0, result.stderr
     assert result.stdout == "nightly.2024-05-01\n"
     assert query(db_path, "SELECT name, source_file, source_format FROM runs") == [
-        ("nightly.2024-05-01", str(path), "jsonl")]
+        ("nightly.2024-05-01", str(path), "jsonl")
+    ]
 
 
 def test_name_option_sets_the_run_name_and_is_printed(cli, db_path: Path, tmp_path: Path) -> None:
@@ -579,9 +765,11 @@ def test_format_option_overrides_the_extension(cli, db_path: Path, tmp_path: Pat
 
 @pytest.mark.parametrize(
     ("records", "profile"),
-    [([response("q1", template="T1"), response("q2")], "ramayana"),
-     ([response("q1", expected_template="T3")], "ramayana"),
-     ([response("q1"), response("q2")], "clearpath")],
+    [
+        ([response("q1", template="T1"), response("q2")], "ramayana"),
+        ([response("q1", expected_template="T3")], "ramayana"),
+        ([response("q1"), response("q2")], "clearpath"),
+    ],
     ids=["template", "expected_template", "no_templates"],
 )
 def test_the_profile_is_detected_from_templates(
@@ -605,15 +793,34 @@ def test_runs_json_lists_each_run_with_its_sizes(cli, store: Path, tmp_path: Pat
     assert result.returncode == 0, result.stderr
     runs = json.loads(result.stdout)
     assert [list(run) for run in runs] == [RUN_COLUMNS, RUN_COLUMNS]
-    assert set(RUN_COLUMNS) == {"name", "profile", "source_file", "ingested_at", "responses", "providers",
-                                "questions"}
+    assert set(RUN_COLUMNS) == {
+        "name",
+        "profile",
+        "source_file",
+        "ingested_at",
+        "responses",
+        "providers",
+        "questions",
+    }
     for run in runs:
         assert isinstance(datetime.fromisoformat(run.pop("ingested_at")), datetime)
     assert runs == [
-        {"name": "base", "profile": "ramayana", "source_file": str(tmp_path / "base.jsonl"),
-         "responses": 4, "providers": 2, "questions": 2},
-        {"name": "support", "profile": "clearpath", "source_file": str(path),
-         "responses": 3, "providers": 2, "questions": 3},
+        {
+            "name": "base",
+            "profile": "ramayana",
+            "source_file": str(tmp_path / "base.jsonl"),
+            "responses": 4,
+            "providers": 2,
+            "questions": 2,
+        },
+        {
+            "name": "support",
+            "profile": "clearpath",
+            "source_file": str(path),
+            "responses": 3,
+            "providers": 2,
+            "questions": 3,
+        },
     ]
 
 
@@ -624,20 +831,59 @@ def test_twenty_thousand_responses_ingest_whole(cli, db_path: Path, tmp_path: Pa
     lines = []
     for i in range(10_000):
         for provider in ("openai", "claude"):
-            lines.append(response(
-                f"q{i:05d}", provider, template="T1", expected_template="T1",
-                retrieved=[{"id": f"c{i % 500}", "text": f"chunk {i % 500}", "score": 0.5},
-                           {"id": "c-common", "text": "shared", "score": 0.1}],
-                recorded_checks={"routing_check": "PASS" if i % 3 else "FAIL"},
-            ))
+            lines.append(
+                response(
+                    f"q{i:05d}",
+                    provider,
+                    template="T1",
+                    expected_template="T1",
+                    retrieved=[
+                        {"id": f"c{i % 500}", "text": f"chunk {i % 500}", "score": 0.5},
+                        {"id": "c-common", "text": "shared", "score": 0.1},
+                    ],
+                    recorded_checks={"routing_check": "PASS" if i % 3 else "FAIL"},
+                )
+            )
     path = write(tmp_path / "big.jsonl", jsonl(*lines))
     result = ingest(cli, db_path, path)
     assert result.returncode == 0, result.stderr
     assert query(db_path, "SELECT n_responses FROM runs") == [(20_000,)]
     counts = snapshot(db_path)
     assert (counts["responses"], counts["questions"], counts["retrieved"], counts["chunks"]) == (
-        20_000, 10_000, 40_000, 501)
+        20_000,
+        10_000,
+        40_000,
+        501,
+    )
     assert counts["check_results"] == 20_000 * len(CHECK_NAMES)
     assert counts["response_results"] == 20_000
     assert value(db_path, "SELECT count(DISTINCT response_id) FROM responses") == 20_000
     assert value(db_path, "SELECT count(*) FROM response_results WHERE overall = 'FAIL'") == 2 * 3_334
+
+
+def test_replace_moves_overrides_to_the_same_unchanged_answer(cli, store: Path, tmp_path: Path) -> None:
+    con = duckdb.connect(str(store))
+    try:
+        con.execute(
+            """INSERT INTO overrides (override_id, response_id, target, old_value, new_value, reason,
+                                      reviewer, created_at)
+               SELECT 1, response_id, 'overall', 'PASS', 'FAIL', 'wrong shloka', 'qa', now()
+               FROM responses WHERE question_id = 'q2' AND provider = 'claude'"""
+        )
+    finally:
+        con.close()
+    unchanged = next(r for r in BASE_RECORDS if r["question_id"] == "q2" and r["provider"] == "claude")
+    path = write(tmp_path / "new.jsonl", jsonl(unchanged, response("q8")))
+    assert ingest(cli, store, path, "--name", "base", "--replace").returncode == 0
+    rows = query(
+        store,
+        "SELECT r.question_id, r.provider, o.reason FROM overrides o JOIN responses r USING (response_id)",
+    )
+    assert rows == [("q2", "claude", "wrong shloka")]
+
+
+def test_bad_input_does_not_create_a_store(cli, db_path: Path, tmp_path: Path) -> None:
+    path = write(tmp_path / "bad.jsonl", b"{not json\n")
+    result = ingest(cli, db_path, path)
+    assert result.returncode == 2
+    assert not db_path.exists()

@@ -47,7 +47,10 @@ def held_by_other_process(path: Path, hold_s: float) -> Iterator[subprocess.Pope
     until the block ends."""
     process = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(path), str(hold_s)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert process.stdout is not None
@@ -144,7 +147,9 @@ def test_quote_ident_round_trips_an_awkward_name_through_duckdb(db_path: Path) -
         con.execute(f"INSERT INTO {quote_ident(name)} VALUES (7)")
         assert fetch_value(con, f"SELECT {quote_ident('select')} FROM {quote_ident(name)}") == 7
         assert fetch_value(con, "SELECT count(*) FROM runs") == 0
-        tables = {row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        tables = {
+            row[0] for row in con.execute("SELECT table_name FROM information_schema.tables").fetchall()
+        }
     assert name in tables
 
 
@@ -154,10 +159,9 @@ def test_quote_ident_round_trips_an_awkward_name_through_duckdb(db_path: Path) -
 def test_connect_waits_for_another_process_to_release_the_store(db_path: Path) -> None:
     with connect(db_path):
         pass  # create and migrate the store first
-    with held_by_other_process(db_path, hold_s=1.0):
-        with connect(db_path, timeout_s=30) as con:
-            # We only got in after the holder wrote its marker and closed.
-            assert con.execute("SELECT v FROM holder_marker").fetchall() == [(42,)]
+    with held_by_other_process(db_path, hold_s=1.0), connect(db_path, timeout_s=30) as con:
+        # We only got in after the holder wrote its marker and closed.
+        assert con.execute("SELECT v FROM holder_marker").fetchall() == [(42,)]
 
 
 def test_connect_read_only_also_waits_for_a_writer_in_another_process(db_path: Path) -> None:
@@ -170,9 +174,12 @@ def test_connect_read_only_also_waits_for_a_writer_in_another_process(db_path: P
 def test_connect_raises_store_busy_after_its_timeout(db_path: Path) -> None:
     with connect(db_path):
         pass
-    with held_by_other_process(db_path, hold_s=-1), pytest.raises(StoreBusyError, match="busy"):
-        with connect(db_path, timeout_s=0.5):
-            pass
+    with (
+        held_by_other_process(db_path, hold_s=-1),
+        pytest.raises(StoreBusyError, match="busy"),
+        connect(db_path, timeout_s=0.5),
+    ):
+        pass
 
 
 def test_connect_read_only_refuses_a_missing_store_without_creating_it(tmp_path: Path) -> None:

@@ -1,0 +1,51 @@
+"""In a real browser: Triage highlights the offending text, and model text never runs as code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+from playwright.sync_api import expect
+
+HOSTILE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_run.jsonl"
+
+
+@pytest.fixture
+def with_hostile_run(sample_store: Path, cli) -> Path:  # type: ignore[no-untyped-def]
+    """Adds run `hostile` (scripts and <img onerror> in every text field) before the server starts."""
+    cli("ingest", str(HOSTILE_RUN), "--name", "hostile", "--profile", "clearpath", db=sample_store, check=True)
+    cli("recompute", "--run", "hostile", "--ruleset", "t3_aware", db=sample_store, check=True)
+    return sample_store
+
+
+def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run, streamlit_server, page):
+    with duckdb.connect(str(with_hostile_run), read_only=True) as con:
+        [(spans,)] = con.execute(
+            """SELECT f.spans FROM flags f JOIN responses r USING (response_id) JOIN runs USING (run_id)
+               WHERE runs.name = 'clearpath' AND f.flag = 'potential_hallucination'
+                 AND f.spans::VARCHAR LIKE '%unverified_price%'
+               ORDER BY r.response_id LIMIT 1""").fetchall()
+    price = next(s["text"] for s in json.loads(spans) if s["kind"] == "unverified_price")
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+
+    page.goto(f"{streamlit_server}/triage?run=clearpath&flag=potential_hallucination")
+    mark = page.locator('mark[data-kinds~="unverified_price"]', has_text=price).first
+    expect(mark).to_be_visible(timeout=30_000)
+    expect(mark).to_have_attribute("title", "Unverified price")
+    expect(page.get_by_text("Some details in this response could not be verified against our documentation.")
+           .first).to_be_visible()
+
+    page.goto(f"{streamlit_server}/triage?run=hostile")
+    answer = page.locator("div.answer").first
+    expect(answer).to_contain_text("<script>window.__pwned='answer'; alert('answer')</script>", timeout=30_000)
+    expect(answer).to_contain_text("[click me](javascript:alert(1)) **bold** $x^2$")
+    expect(page.locator("div.question").first).to_contain_text("<script>alert('question')</script>")
+    expect(answer.locator("mark", has_text="$29/month")).to_be_visible()
+    expect(page.locator("img[src='x']")).to_have_count(0)  # no injected image exists to fire onerror
+    expect(page.locator("script", has_text="pwned")).to_have_count(0)
+    expect(page.locator("a[href^='javascript']")).to_have_count(0)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert dialogs == []

@@ -1,0 +1,188 @@
+"""Review page (SPEC §8.5) through Streamlit's AppTest, on a copy of the sample store."""
+
+from __future__ import annotations
+
+import html
+
+from evaluator.overrides import add_override
+from evaluator.review_config import ReviewConfig
+from evaluator.store import connect
+
+PAGE = "pages/review.py"
+
+
+def response_id(query, db, run: str, question_id: str, provider: str) -> int:
+    return query(db, "SELECT response_id FROM responses JOIN runs USING (run_id) "
+                     "WHERE name = ? AND question_id = ? AND provider = ?", [run, question_id, provider])[0][0]
+
+
+def evaluation_id(query, db, run: str, ruleset: str) -> int:
+    return query(db, "SELECT max(evaluation_id) FROM evaluations JOIN runs USING (run_id) "
+                     "WHERE name = ? AND ruleset = ?", [run, ruleset])[0][0]
+
+
+def overrides(query, db) -> list[tuple]:
+    return query(db, "SELECT response_id, evaluation_id, target, old_value, new_value, reason, reviewer, "
+                     "carried_from FROM overrides ORDER BY override_id")
+
+
+def save_button(app):
+    return app.button(key="save_override")
+
+
+def test_a_deep_link_opens_one_response_in_full(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "clearpath", "cp-02", "openai")
+    evaluation = evaluation_id(query, sample_store, "clearpath", "t3_aware")
+    app = make_app(sample_store, PAGE, response=rid, evaluation=evaluation)
+    texts = [m.value for m in app.markdown]
+    assert texts[0].startswith("#### cp-02 · openai")
+    assert any(t.startswith('<div class="answer"') and "<mark" in t for t in texts)
+    assert any("banner-unverified" in t for t in texts)
+    assert any('<table class="retrieved"' in t for t in texts)
+    assert any("**no&#95;hallucination** :red-badge[FAIL]" in t for t in texts)
+    assert app.sidebar.selectbox(key="url_evaluation").value == evaluation
+
+
+def test_without_an_identity_the_override_form_is_disabled(make_app, sample_store, query):
+    app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"))
+    assert save_button(app).disabled
+    assert app.text_area(key="override_reason").disabled
+    assert any("read-only" in i.value for i in app.info)
+
+
+def test_a_reviewer_name_is_entered_once_per_session(make_app, sample_store, query):
+    app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"))
+    app.text_input(key="reviewer_input").input("Priya")
+    app.button[0].click().run()  # "Start reviewing"
+    assert app.session_state["reviewer"] == "Priya"
+    assert not save_button(app).disabled
+    assert any(m.value == "Reviewing as **Priya**" for m in app.markdown)
+
+
+def test_an_override_with_a_reason_is_saved_and_becomes_the_effective_verdict(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "ramayana", "q34", "openai")
+    legacy = evaluation_id(query, sample_store, "ramayana", "legacy")
+    app = make_app(sample_store, PAGE, response=rid, evaluation=legacy, state={"reviewer": "alice"})
+    app.selectbox(key="override_target").set_value("cites_shlokas").run()
+    app.radio(key="override_value_cites_shlokas").set_value("N/A")
+    app.text_area(key="override_reason").input("A T3 refusal needs no citation")
+    save_button(app).click().run()
+    assert [s.value for s in app.success] == ["Override saved: cites_shlokas → N/A."]
+    assert overrides(query, sample_store) == [
+        (rid, legacy, "cites_shlokas", "FAIL", "N/A", "A T3 refusal needs no citation", "alice", None)]
+    assert any("**cites&#95;shlokas** :gray-badge[N/A] (computed :red-badge[FAIL], overridden)" in m.value
+               for m in app.markdown)
+    assert any(m.value.startswith("Effective verdict  \n:green-badge[PASS] :violet-badge[overridden]")
+               for m in app.markdown)
+    history = app.dataframe[0].value
+    assert history[["reviewer", "target", "old_value", "new_value", "reason"]].values.tolist() == [
+        ["alice", "cites_shlokas", "FAIL", "N/A", "A T3 refusal needs no citation"]]
+    assert app.text_area(key="override_reason").value == ""  # ready for the next one
+
+
+def test_an_override_without_a_reason_is_refused_with_a_clear_error(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "ramayana", "q34", "openai")
+    app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "alice"})
+    app.text_area(key="override_reason").input("   ")
+    save_button(app).click().run()
+    assert [e.value for e in app.error] == ["an override needs a reason: say why the verdict is wrong"]
+    assert overrides(query, sample_store) == []
+
+
+def test_overrides_are_appended_and_the_history_keeps_them_all(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "ramayana", "q34", "openai")
+    legacy = evaluation_id(query, sample_store, "ramayana", "legacy")  # computes FAIL for this refusal
+    app = make_app(sample_store, PAGE, response=rid, evaluation=legacy, state={"reviewer": "alice"})
+    for value, reason in (("PASS", "proper refusal"), ("FAIL", "second thoughts")):
+        app.radio(key="override_value_overall").set_value(value)
+        app.text_area(key="override_reason").input(reason)
+        save_button(app).click().run()
+    assert [row[2:6] for row in overrides(query, sample_store)] == [
+        ("overall", "FAIL", "PASS", "proper refusal"), ("overall", "PASS", "FAIL", "second thoughts")]
+    assert len(app.dataframe[0].value) == 2
+
+
+def test_the_refused_label_can_be_overridden(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "ramayana", "q34", "openai")
+    app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "alice"})
+    app.selectbox(key="override_target").set_value("refused").run()
+    app.radio(key="override_value_refused").set_value("REFUSED")
+    app.text_area(key="override_reason").input("declines the drawing request")
+    save_button(app).click().run()
+    assert [row[2:5] for row in overrides(query, sample_store)] == [("refused", None, "REFUSED")]
+
+
+def test_with_a_reviewers_list_others_are_read_only(make_app, sample_store, query, monkeypatch):
+    monkeypatch.setenv("EVALUATOR_REVIEWERS", "bob,carol")
+    app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"),
+                   state={"reviewer": "alice"})
+    assert any("not on the reviewers list" in w.value for w in app.warning)
+    assert save_button(app).disabled
+
+
+def test_a_logged_in_user_reviews_under_their_login(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "ramayana", "q34", "openai")
+    app = make_app(sample_store, PAGE, response=rid, user={"is_logged_in": True, "email": "carol@example.com"})
+    assert not app.text_input  # no name to type
+    assert any(html.unescape(m.value) == "Reviewing as **carol@example.com**" for m in app.markdown)
+    app.text_area(key="override_reason").input("fine")
+    save_button(app).click().run()
+    assert overrides(query, sample_store)[0][6] == "carol@example.com"
+
+
+def test_when_login_is_configured_a_logged_out_user_cannot_override(make_app, sample_store, query):
+    app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"),
+                   user={"is_logged_in": False}, state={"reviewer": "mallory"})
+    assert save_button(app).disabled
+    assert app.button(key="login").label == "Log in"
+
+
+def test_a_carried_override_is_offered_and_applied_in_a_later_run(make_app, sample_store, query):
+    # An answer that is identical in both sample runs.
+    earlier, later = query(sample_store, """
+        SELECT a.response_id, b.response_id FROM responses a
+        JOIN runs ra ON ra.run_id = a.run_id AND ra.name = 'ramayana'
+        JOIN responses b ON b.question_id = a.question_id AND b.provider = a.provider
+                        AND b.answer_hash = a.answer_hash
+        JOIN runs rb ON rb.run_id = b.run_id AND rb.name = 'ramayana_v2'
+        ORDER BY a.response_id LIMIT 1""")[0]
+    with connect(sample_store) as con:
+        source = add_override(con, earlier, "overall", "PASS", "checked by hand", "alice", config=ReviewConfig())
+    app = make_app(sample_store, PAGE, response=later, state={"reviewer": "bob"})
+    offer = [m.value for m in app.markdown if "carried from run" in m.value]
+    assert offer and "carried from run **ramayana**" in offer[0]
+    app.button(key=f"carry_{source}").click().run()
+    last = overrides(query, sample_store)[-1]
+    assert (last[0], last[2], last[4], last[6], last[7]) == (later, "overall", "PASS", "bob", source)
+    assert last[5] == "carried from run ramayana: checked by hand"
+    assert app.dataframe[0].value["carried_from_run"].tolist() == ["ramayana"]
+    assert not [m.value for m in app.markdown if "carried from run **" in m.value]  # no longer offered
+
+
+def test_opened_without_a_response_it_offers_a_picker(make_app, sample_store, query):
+    app = make_app(sample_store, PAGE, run="clearpath")
+    [picker] = [s for s in app.selectbox if s.label == "Response"]
+    first = query(sample_store, "SELECT min(response_id) FROM responses JOIN runs USING (run_id) "
+                                "WHERE name = 'clearpath'")[0][0]
+    picker.set_value(first).run()
+    assert app.query_params["response"] == str(first)
+    assert app.markdown[0].value.startswith("#### cp-01")
+
+
+def test_an_unknown_response_id_is_a_clear_error(make_app, sample_store):
+    app = make_app(sample_store, PAGE, response=999999)
+    assert [e.value for e in app.error] == ["No response with id 999999 in this store."]
+
+
+def test_untrusted_text_is_rendered_escaped(make_app, hostile_store, query, rendered):
+    rid = response_id(query, hostile_store, "hostile", "x-01", "openai")
+    app = make_app(hostile_store, PAGE, response=rid, state={"reviewer": "<img src=x onerror=alert(1)>"})
+    texts = rendered(app)
+    assert not any("<script" in t.lower() or "<img" in t.lower() for t in texts)
+    joined = "\n".join(texts)
+    for escaped in ("&lt;script&gt;alert&#40;&#39;question&#39;&#41;&lt;/script&gt;",
+                    "&lt;script&gt;window.&#95;&#95;pwned=", "&lt;img src=x onerror=",
+                    "&#91;click me&#93;&#40;javascript&#58;alert&#40;1&#41;&#41;",
+                    "&lt;script&gt;alert&#40;&#39;comment&#39;&#41;", "kb-&lt;1&gt;",
+                    "Reviewing as **&lt;img src=x onerror=alert&#40;1&#41;&gt;**"):
+        assert escaped in joined, escaped
