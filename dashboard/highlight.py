@@ -53,7 +53,7 @@ class _Span:
 
 def escape_text(text: str) -> str:
     """HTML-escape text and neutralise Markdown/Streamlit syntax; newlines become <br>."""
-    return text.replace("\n", "<br>")  # MUTANT
+    return text.translate(_TABLE)
 
 
 def kind_label(kind: str) -> str:

@@ -128,9 +128,9 @@ def identity_panel(config: ReviewConfig) -> str | None:
         st.warning(f"Signed in as {highlight.inline(reviewer)} — not on the reviewers list, so this page "
                    "is read-only for you.")
         return None
-    cols = st.columns([4, 1])
+    cols = st.columns([3, 1], vertical_alignment="center")
     cols[0].markdown(f"Reviewing as **{highlight.inline(reviewer)}**")
-    if not login and cols[1].button("Change", key="change_reviewer"):
+    if not login and cols[1].button("Change", key="change_reviewer", type="tertiary"):
         st.session_state.pop("reviewer", None)
         st.rerun()
     return reviewer

@@ -198,8 +198,8 @@ def merge_spans(spans: Iterable[Span], answer: str) -> tuple[Span, ...]:
 class Context:
     """One response being evaluated; shared lazy computations for checks and flags."""
 
-    __slots__ = ("resp", "answer", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
-                 "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_memo",
+    __slots__ = ("resp", "answer", "retrieved", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
+                 "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_absent", "_raw_doc",
                  "_retrieved_ids")
 
     def __init__(self, resp: ResponseInput, comp: CompiledRules, profile: CompiledProfile,
@@ -207,6 +207,7 @@ class Context:
         answer = resp.answer
         self.resp = resp
         self.answer = answer if isinstance(answer, str) else ("" if answer is None else str(answer))
+        self.retrieved = resp.retrieved or ()
         self.comp = comp
         self.profile = profile
         self.t3_na = t3_not_applicable
@@ -220,7 +221,8 @@ class Context:
         self._doc: str | None = None
         self._question: str | None = None
         self._scores: list[float] | None = None
-        self._memo: dict[str, bool] = {}
+        self._absent: set[str] = set()
+        self._raw_doc: str | None = None
         self._retrieved_ids: frozenset[str] | None = None
 
     def not_required_for_t3(self, check_name: str) -> bool:
@@ -249,7 +251,7 @@ class Context:
                                     self.answer)
                 got = (bool(spans), spans)
             else:
-                got = (mset.search(qn, folded, self._memo) is not None, _NO_SPANS)
+                got = (mset.search(qn, folded, self._absent) is not None, _NO_SPANS)
             self._hits[category] = got
         return got
 
@@ -275,7 +277,7 @@ class Context:
         ids = self._retrieved_ids
         if ids is None:
             ids = self._retrieved_ids = frozenset(
-                str(it.id) for it in self.resp.retrieved if it is not None and it.id is not None
+                str(it.id) for it in self.retrieved if it is not None and it.id is not None
             )
         return shloka_id in ids or citation_key(shloka_id) in self.retrieved_keys()
 
@@ -283,7 +285,7 @@ class Context:
         k = self._retrieved_keys
         if k is None:
             k = self._retrieved_keys = frozenset(
-                citation_key(str(it.id)) for it in self.resp.retrieved if it is not None and it.id is not None
+                citation_key(str(it.id)) for it in self.retrieved if it is not None and it.id is not None
             )
         return k
 
@@ -291,7 +293,7 @@ class Context:
         """The numeric similarity scores of the retrieved items (None and NaN left out)."""
         sc = self._scores
         if sc is None:
-            sc = self._scores = [s for s in (_score(it.score) for it in self.resp.retrieved if it is not None)
+            sc = self._scores = [s for s in (_score(it.score) for it in self.retrieved if it is not None)
                                  if s is not None]
         return sc
 
@@ -299,7 +301,7 @@ class Context:
         d = self._doc
         if d is None:
             d = self._doc = "\x00".join(
-                _norm_doc(it.text) for it in self.resp.retrieved if it is not None and isinstance(it.text, str)
+                _norm_doc(it.text) for it in self.retrieved if it is not None and isinstance(it.text, str)
             )
         return d
 
@@ -315,9 +317,13 @@ class Context:
         if not price and self.profile.allowlist and norm_term(text) in self.profile.allowlist:
             return True
         exempt = self.comp.rules.exempt_question_terms
-        for it in self.resp.retrieved:  # fast path: verbatim
-            if it is not None and isinstance(it.text, str) and contains_term(it.text, text, price=price):
-                return True
+        raw = self._raw_doc
+        if raw is None:
+            raw = self._raw_doc = "\x00".join(
+                it.text for it in self.retrieved if it is not None and isinstance(it.text, str)
+            )
+        if contains_term(raw, text, price=price):  # fast path: verbatim
+            return True
         if exempt and isinstance(self.resp.question, str) and contains_term(self.resp.question, text, price=price):
             return True
         term = norm_term(text)
@@ -352,6 +358,8 @@ _RESULT_CACHE: dict[tuple[str, str, str], CheckResult] = {}
 
 def result(check_name: str, verdict: str, reason: str, spans: tuple[Span, ...] = _NO_SPANS) -> CheckResult:
     """A CheckResult; span-less results are shared (they are immutable)."""
+    if "\n" in reason or "\r" in reason:
+        reason = " ".join(reason.split())
     if spans:
         return CheckResult(check_name, verdict, reason, spans)
     key = (check_name, verdict, reason)
@@ -404,7 +412,7 @@ def retrieval_check(ctx: Context) -> CheckResult:
     name = "retrieval_check"
     if ctx.not_required_for_t3(name):
         return result(name, NA, "retrieval is not required for a T3 refusal")
-    items = ctx.resp.retrieved
+    items = ctx.retrieved
     if not items:
         return result(name, FAIL, "nothing was retrieved")
     scores = ctx.scores()
@@ -414,7 +422,7 @@ def retrieval_check(ctx: Context) -> CheckResult:
     above = sum(1 for s in scores if s >= threshold)
     if not above:
         return result(name, FAIL, f"no retrieved item scores at least {threshold:g} (best {max(scores):.2f})")
-    expected = [str(e) for e in ctx.resp.expected_ids if e is not None and str(e).strip()]
+    expected = [str(e) for e in (ctx.resp.expected_ids or ()) if e is not None and str(e).strip()]
     if expected and not any(ctx.was_retrieved(e) for e in expected):
         shown = ", ".join(expected[:3]) + (", \u2026" if len(expected) > 3 else "")
         return result(name, FAIL, f"none of the expected shlokas ({shown}) was retrieved")
@@ -440,8 +448,8 @@ def answers_question(ctx: Context) -> CheckResult:
     refused, ref_spans = ctx.hits("refusal")
     if refused:
         return result(name, FAIL, "the answer is a refusal", ref_spans)
-    aliases = [a for a in (_norm_alias(x) for c in ctx.resp.gold_answers if c is not None
-                           for x in c.aliases if isinstance(x, str)) if a]
+    aliases = [a for a in (_norm_alias(x) for c in (ctx.resp.gold_answers or ()) if c is not None
+                           for x in (c.aliases or ()) if isinstance(x, str)) if a]
     if not aliases:
         return result(name, PASS, "not a refusal (no gold answers to compare)")
     padded = " " + normalize_answer(ctx.answer) + " "

@@ -186,7 +186,8 @@ HAS_CARRIED_SQL = """EXISTS (
     SELECT 1 FROM responses src JOIN overrides o ON o.response_id = src.response_id
     WHERE src.question_id = r.question_id AND src.provider = r.provider AND src.answer_hash = r.answer_hash
       AND src.run_id < r.run_id
-      AND NOT EXISTS (SELECT 1 FROM overrides mine WHERE mine.response_id = r.response_id AND mine.target = o.target))"""
+      AND NOT EXISTS (SELECT 1 FROM overrides mine
+                      WHERE mine.response_id = r.response_id AND mine.target = o.target))"""
 
 CANDIDATE_COLUMNS = ["override_id", "target", "new_value", "reason", "reviewer", "created_at",
                      "source_run", "source_response_id"]

@@ -64,6 +64,8 @@ class Registry:
         return self._decorator("flag", name)
 
     def metric(self, name: str, granularity: str = "query") -> Callable[[F], F]:
+        if granularity not in GRANULARITIES:  # fail at the decorator line, not later
+            raise ValueError(f"metric {name!r}: granularity must be 'query' or 'dataset', got {granularity!r}")
         return self._decorator("metric", name, granularity)
 
     def entry(self, kind: str, name: str) -> Entry:

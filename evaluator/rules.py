@@ -580,16 +580,6 @@ def _phrase_rule(phrase: str) -> PatternRule:
     return PatternRule(r"\s+".join(re.escape(part) for part in straighten(phrase).split()), True)
 
 
-def _present(keyword: str, text: str, memo: dict[str, bool] | None, space: str) -> bool:
-    if memo is None:
-        return keyword in text
-    key = space + keyword
-    got = memo.get(key)
-    if got is None:
-        got = memo[key] = keyword in text
-    return got
-
-
 class Matcher:
     """One pattern, matched on straightened text ``qn``; ``folded`` is
     ``casefold_aligned(qn)`` (or None). Matches are exactly those of ``rx`` on ``qn``.
@@ -615,18 +605,16 @@ class Matcher:
         else:
             self.fast, self.keyword = _plain(source)
 
-    def search(self, qn: str, folded: str | None, pos: int = 0,
-               memo: dict[str, bool] | None = None) -> re.Match[str] | None:
-        """The first match starting at or after ``pos``; ``memo`` caches keyword presence
-        for this text across patterns."""
+    def search(self, qn: str, folded: str | None, pos: int = 0) -> re.Match[str] | None:
+        """The first match starting at or after ``pos``."""
         twin = self.twin
         if twin is None or folded is None:
             kw = self.keyword
-            if kw is not None and not _present(kw, qn, memo, "p"):
+            if kw is not None and kw not in qn:
                 return None
             return self.fast.search(qn, pos)
         kw = self.folded_keyword
-        if kw is not None and not _present(kw, folded, memo, "f"):
+        if kw is not None and kw not in folded:
             return None
         m = twin.search(folded, pos)
         if m is None:
@@ -655,18 +643,42 @@ class Matcher:
 class MatcherSet:
     """Several patterns; the set matches if any matches."""
 
-    __slots__ = ("matchers",)
+    __slots__ = ("matchers", "_plan")
 
     def __init__(self, rules: tuple[PatternRule, ...]) -> None:
         self.matchers = tuple(Matcher(r) for r in rules)
+        self._plan = tuple((m.folded_keyword, m.twin, m.rx, m.keyword, m.fast) for m in self.matchers)
 
     def __bool__(self) -> bool:
         return bool(self.matchers)
 
-    def search(self, qn: str, folded: str | None, memo: dict[str, bool] | None = None) -> re.Match[str] | None:
-        """Some match (the first pattern's that matches), or None."""
-        for m in self.matchers:
-            found = m.search(qn, folded, 0, memo)
+    def search(self, qn: str, folded: str | None, absent: set[str] | None = None) -> re.Match[str] | None:
+        """Some match (the first pattern's that matches), or None. ``absent`` collects the
+        folded keywords known to be missing from this text (shared across sets)."""
+        if folded is None:
+            for m in self.matchers:
+                found = m.search(qn, None)
+                if found is not None:
+                    return found
+            return None
+        if absent is None:
+            absent = set()
+        for kw, twin, rx, plain_kw, fast in self._plan:  # Matcher.search, inlined: this is the hot loop
+            if twin is not None:
+                if kw is not None:
+                    if kw in absent:
+                        continue
+                    if kw not in folded:
+                        absent.add(kw)
+                        continue
+                m = twin.search(folded)
+                if m is None:
+                    continue
+                found = rx.search(qn, m.start())
+            else:
+                if plain_kw is not None and plain_kw not in qn:
+                    continue
+                found = fast.search(qn)
             if found is not None:
                 return found
         return None

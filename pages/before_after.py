@@ -53,26 +53,27 @@ with store() as con:
     eval_a, eval_b = q.latest_evaluation(con, run, name_a), q.latest_evaluation(con, run, name_b)
     assert eval_a is not None and eval_b is not None
     ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
-    rows = q.summary(con, ida, idb, with_overrides=with_overrides)
-    changes = q.check_changes(con, ida, idb)
     timing = q.durations(con, ida, idb)
-    providers = sorted({r["provider"] for r in rows if r["provider"] != ALL})
-    templates = sorted({r["template"] for r in rows})
-    flip_provider = select_in_url("Provider", "flip_provider", [ALL, *providers], container=st.sidebar)
-    flip_template = select_in_url("Template", "flip_template", [ALL, *templates], container=st.sidebar)
-    flip_filter = {"provider": None if flip_provider == ALL else flip_provider,
-                   "template": None if flip_template == ALL else flip_template}
-    n_flips, _ = q.flips(con, ida, idb, with_overrides=with_overrides, limit=0, **flip_filter)
-    pages = max(1, math.ceil(n_flips / PAGE_SIZE))
-    page_no = st.session_state.get("flip_page", 1) if pages > 1 else 1
-    page_no = min(page_no, pages)
-    _, flipped = q.flips(con, ida, idb, with_overrides=with_overrides, limit=PAGE_SIZE,
-                         offset=(page_no - 1) * PAGE_SIZE, **flip_filter)
+    with q.BeforeAfter(con, ida, idb, with_overrides=with_overrides) as ba:
+        rows = ba.summary()
+        changes = ba.check_changes()
+        providers = sorted({r["provider"] for r in rows if r["provider"] != ALL})
+        templates = sorted({r["template"] for r in rows})
+        flip_provider = select_in_url("Flipped: provider", "flip_provider", [ALL, *providers],
+                                      container=st.sidebar)
+        flip_template = select_in_url("Flipped: template", "flip_template", [ALL, *templates],
+                                      container=st.sidebar)
+        flip_filter = {"provider": None if flip_provider == ALL else flip_provider,
+                       "template": None if flip_template == ALL else flip_template}
+        n_flips = q.flip_count(rows, **flip_filter)
+        pages = max(1, math.ceil(n_flips / PAGE_SIZE))
+        page_no = min(int(st.session_state.get("flip_page", 1)), pages)
+        flipped = ba.flips(limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, **flip_filter) if n_flips else []
 
 
 def describe(evaluation: dict) -> str:
     if evaluation["ruleset"] == "recorded":
-        return f"**{evaluation['ruleset']}** (verdicts recorded in the run file, evaluation #{evaluation['evaluation_id']})"
+        return f"**recorded** (the verdicts in the run file, evaluation #{evaluation['evaluation_id']})"
     rules = (evaluation["rules_hash"] or "")[:12]
     return f"**{evaluation['ruleset']}** (evaluation #{evaluation['evaluation_id']}, rules `{rules}`)"
 
@@ -138,14 +139,17 @@ st.dataframe(
 )
 
 # --- check-level changes ------------------------------------------------------------------------
-st.subheader("Check verdicts that changed")
+st.subheader("Check verdicts that changed in the flipped responses")
+total_flips = q.flip_count(rows)
+if total_flips > q.CHECK_CHANGES_UP_TO:
+    st.caption(f"Counted over the first {q.CHECK_CHANGES_UP_TO:,} of the {total_flips:,} flipped responses.")
 if changes:
     changes_df = pd.DataFrame(changes)
     changes_df["template"] = changes_df["template"].replace(TEMPLATE_LABELS)
     changes_df["change"] = changes_df["verdict_a"] + " → " + changes_df["verdict_b"]
     st.dataframe(changes_df[["check", "template", "change", "responses"]], hide_index=True)
 else:
-    st.caption("No computed check verdict differs between A and B.")
+    st.caption("No flipped response, or only reviewer overrides flipped them.")
 
 # --- flipped responses ------------------------------------------------------------------------------
 st.subheader(f"Flipped responses ({n_flips})")

@@ -62,15 +62,13 @@ with store() as con:
     eval_a, eval_b = q.latest_evaluation(con, run_a, ruleset), q.latest_evaluation(con, run_b, ruleset)
     assert eval_a is not None and eval_b is not None
     ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
-    pairing = q.pairing(con, ida, idb)
     rates = q.pass_rates(con, ida, idb, with_overrides=with_overrides)
-    tests = q.mcnemar(con, ida, idb, with_overrides=with_overrides)
-    summary = q.flip_summary(con, ida, idb, with_overrides=with_overrides)
-    lists = {}
-    for kind in q.FLIP_KINDS:
-        page_no = page_of(kind, summary[kind]["count"])
-        lists[kind] = q.flips(con, ida, idb, kind, with_overrides=with_overrides, limit=PAGE_SIZE,
-                              offset=(page_no - 1) * PAGE_SIZE)[1]
+    with q.RunComparison(con, ida, idb, with_overrides=with_overrides) as comparison:
+        tests = comparison.mcnemar()
+        summary = q.flip_summary(tests)
+        offsets = {kind: (page_of(kind, summary[kind]["count"]) - 1) * PAGE_SIZE for kind in q.FLIP_KINDS}
+        lists = comparison.flips(limit=PAGE_SIZE, offsets=offsets)
+    pairing = q.pairing(rates, tests)
 
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
 st.markdown(f"**{run_a}** (A, evaluation #{ida}) → **{run_b}** (B, evaluation #{idb}) under **{ruleset}**, {verdicts}.")
@@ -142,7 +140,8 @@ tests_df["template"] = tests_df["template"].replace(TEMPLATE_LABELS)
 st.dataframe(tests_df, hide_index=True, column_config={
     "regressions": st.column_config.NumberColumn("regressions (b)"),
     "fixes": st.column_config.NumberColumn("fixes (c)"),
-    "flips_same_answer": st.column_config.NumberColumn("flips with the same answer"),
+    "regressions_same_answer": st.column_config.NumberColumn("… same answer"),
+    "fixes_same_answer": st.column_config.NumberColumn("… same answer"),
     "p_value": st.column_config.NumberColumn("McNemar p", format="%.4f"),
 })
 

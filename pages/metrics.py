@@ -56,19 +56,18 @@ st.subheader(f"{run}")
 if not mine:
     st.info(f"No TRUST-SCORE stored for run **{run}** (judge {judge}, {overrides_text}). Compute it with:\n\n"
             f"`python -m evaluator metrics --run {run}`")
-    if can_compute:
-        if st.button("Compute now (heuristic judge)", key="compute_metrics", type="primary"):
-            with st.spinner(f"Computing TRUST-SCORE for {run}…"):
-                try:
-                    with store() as con:
-                        q.compute(con, run, judge=q.DEFAULT_JUDGE, with_overrides=with_overrides)
-                except Exception as exc:  # shown to the user, never swallowed
-                    st.error("Computing the metrics failed:")
-                    st.text(str(exc))
-                    st.stop()
-            if judge != q.DEFAULT_JUDGE:
-                st.query_params["judge"] = q.DEFAULT_JUDGE
-            st.rerun()
+    if can_compute and st.button("Compute now (heuristic judge)", key="compute_metrics", type="primary"):
+        with st.spinner(f"Computing TRUST-SCORE for {run}…"):
+            try:
+                with store() as con:
+                    q.compute(con, run, judge=q.DEFAULT_JUDGE, with_overrides=with_overrides)
+            except Exception as exc:  # shown to the user, never swallowed
+                st.error("Computing the metrics failed:")
+                st.text(str(exc))
+                st.stop()
+        if judge != q.DEFAULT_JUDGE:
+            st.query_params["judge"] = q.DEFAULT_JUDGE
+        st.rerun()
     st.stop()
 
 columns = st.columns(len(mine))

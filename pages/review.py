@@ -6,6 +6,8 @@ the effective verdict is the latest override, else the computed one.
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
@@ -54,6 +56,7 @@ def _submit(response_id: int, evaluation_id: int, reviewer: str) -> None:
         st.session_state["override_error"] = str(exc)
         return
     st.session_state["override_reason"] = ""
+    st.session_state.pop(f"override_value_{target}", None)  # the next default flips the new verdict
     st.session_state.pop("override_error", None)
     st.session_state["override_done"] = f"Override saved: {target} → {value}."
 
@@ -141,6 +144,8 @@ with store() as con:
     targets = targets_for(con, response_id)
     shown = q.display_rules(con, evaluation_id)
 
+st.page_link("pages/triage.py", label="Back to Triage", icon=":material/arrow_back:",
+             query_params={"run": resp["run"], "evaluation": str(evaluation_id)})
 st.markdown(f"#### {highlight.inline(resp['question_id'])} · {highlight.inline(resp['provider'])}"
             f"{' · ' + highlight.inline(resp['model']) if resp['model'] else ''}")
 top = st.columns(4)
@@ -178,8 +183,8 @@ st.subheader("Override history")
 if history:
     frame = pd.DataFrame(history)
     frame["carried_from_run"] = frame["carried_from_run"].fillna("")
-    st.dataframe(frame[["created_at", "reviewer", "target", "old_value", "new_value", "reason", "ruleset",
-                        "carried_from_run", "override_id"]],
+    st.dataframe(frame[["created_at", "reviewer", "target", "old_value", "new_value", "ruleset", "carried_from_run",
+                        "reason", "override_id"]],
                  hide_index=True, width="stretch",
                  column_config={"created_at": st.column_config.DatetimeColumn("when", format="YYYY-MM-DD HH:mm:ss"),
                                 "ruleset": "evaluation", "carried_from_run": "carried from run"})
@@ -188,6 +193,6 @@ else:
 
 details = {k: resp[k] for k in ("expected_template", "template", "expected_routing", "classification",
                                 "answerable", "outcome") if resp[k] is not None}
+stored_json = {k: json.loads(resp[k]) for k in ("gold_answers", "expected_ids", "metadata") if resp[k]}
 with st.expander("Golden-set fields and metadata"):
-    st.json({**details, "metadata": resp["metadata"], "gold_answers": resp["gold_answers"],
-             "expected_ids": resp["expected_ids"]}, expanded=True)
+    st.json({**details, **stored_json}, expanded=True)  # shown as data, never as markup

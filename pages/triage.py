@@ -11,8 +11,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import reviewing
-from dashboard.highlight import inline
 from dashboard.common import select_in_url, sidebar_run_picker, store
+from dashboard.highlight import inline
 from evaluator.queries import triage as q
 
 ALL = "*"  # "any value" in the URL, e.g. ?provider=*
@@ -85,27 +85,32 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict) -> None:
 
 def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
     st.subheader("Evaluator agreement")
-    st.caption("How often reviewers overturned the automated verdict of this evaluation, per check and template. "
-               "False-failure rate = overrides FAIL→PASS / computed FAIL reviewed; false-pass rate = "
-               "PASS→FAIL / computed PASS reviewed. A reviewed verdict is one with an override (a reviewer may "
-               "also confirm a verdict by overriding it with the same value).")
+    st.caption("How often reviewers overturned this evaluation's automated verdicts, per check and template. "
+               "A verdict counts as reviewed once it has an override (confirming one with the same value counts "
+               "too). False-failure rate = computed FAIL overturned (to PASS, or N/A for a check) / computed "
+               "FAIL reviewed; false-pass rate = computed PASS overturned to FAIL / computed PASS reviewed.")
+    percent = {"format": "percent"}
     rows = q.agreement(con, run, evaluation_id)
     if not rows:
         st.info("No overrides yet for this run: nothing to compare the evaluator against.")
     else:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
-            "false_failure_rate": st.column_config.NumberColumn("false-failure rate", format="percent"),
-            "false_pass_rate": st.column_config.NumberColumn("false-pass rate", format="percent"),
+            "reviewed": "reviewed", "fail_reviewed": "FAIL reviewed", "fail_overturned": "FAIL overturned",
+            "false_failure_rate": st.column_config.NumberColumn("false-failure rate", **percent),
+            "pass_reviewed": "PASS reviewed", "pass_overturned": "PASS overturned",
+            "false_pass_rate": st.column_config.NumberColumn("false-pass rate", **percent),
         })
     computed = pd.DataFrame(q.pass_rates(con, evaluation_id, with_overrides=False))
     effective = pd.DataFrame(q.pass_rates(con, evaluation_id, with_overrides=True))
     if not computed.empty:
         st.caption("Pass rates without and with reviewers' overrides")
-        merged = computed.merge(effective, on=["provider", "template"], suffixes=(" computed", " with overrides"))
-        merged = merged[["provider", "template", "n computed", "pass_rate computed", "pass_rate with overrides"]]
-        st.dataframe(merged.rename(columns={"n computed": "responses"}), hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(c, format="percent")
-                                    for c in ("pass_rate computed", "pass_rate with overrides")})
+        merged = computed.merge(effective, on=["provider", "template"], suffixes=("", "_effective"))
+        st.dataframe(merged[["provider", "template", "n", "pass_rate", "pass_rate_effective"]],
+                     hide_index=True, width="stretch", column_config={
+                         "n": "responses",
+                         "pass_rate": st.column_config.NumberColumn("computed pass rate", **percent),
+                         "pass_rate_effective": st.column_config.NumberColumn("with overrides", **percent),
+                     })
 
 
 st.title("Triage")
@@ -173,10 +178,11 @@ with store() as con:
         if not rows:
             st.info("No response matches these filters.")
         else:
-            _pager(total, current, pages, "top")
+            if pages > 1:
+                _pager(total, current, pages, "top")
             for row in rows:
                 _card(row, {k: v[row["response_id"]] for k, v in details.items()}, evaluation_id, shown)
-            if len(rows) > 5:
+            if pages > 1 and len(rows) > 5:
                 _pager(total, current, pages, "bottom")
     with agreement_tab:
         _agreement(con, run, evaluation_id)

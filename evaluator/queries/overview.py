@@ -1,28 +1,89 @@
 """The Overview page: runs, pass rates per run x provider x template, check verdicts, flags.
 
-Every figure is an aggregate computed in DuckDB (queries/report.py); Python only adds the
-Wilson intervals to the few aggregated rows.
+Also the SQL building blocks the other PM query modules share (before_after, compare): the
+stored evaluations of a run, and effective verdicts that scale. Every figure is an aggregate
+computed in DuckDB, filtered by evaluation id first; Python only adds Wilson intervals to the
+few aggregated rows.
+
+Effective verdicts follow evaluator/queries/effective.py exactly (the latest override per
+response and target; an 'overall' override decides; otherwise any effective check FAIL
+fails), but are computed only for the responses a reviewer touched — a handful — instead of
+re-deriving every response's verdict from its checks: the rest keep their stored overall.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import duckdb
 
 from evaluator.queries import report
+from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
 from evaluator.stats import wilson_interval
 
 __all__ = [
-    "CHECK_ORDER", "RULESET_ORDER", "check_counts", "evaluation_info", "flag_counts",
-    "latest_evaluation", "pass_rates_by_run", "rulesets", "run_names", "runs_table",
+    "CHECK_ORDER", "RULESET_ORDER", "check_counts", "common_rulesets", "evaluation_info", "flag_counts",
+    "latest_evaluation", "pass_rate_counts", "pass_rates_by_run", "query_dicts", "REVIEWS_CTE",
+    "reviewed_cte", "rulesets", "run_names", "runs_table", "verdicts_cte", "verdicts_params",
 ]
 
 RULESET_ORDER = ("recorded", "legacy", "t3_aware")
 CHECK_ORDER = ("routing_check", "retrieval_check", "answers_question", "cites_shlokas",
                "follows_template", "no_hallucination")
+CHECK_LIST_SQL = "[" + ", ".join(f"'{c}'" for c in CHECK_ORDER) + "]"
 EVALUATION_KEYS = ["evaluation_id", "run", "ruleset", "rules_hash", "created_at", "duration_s", "n_responses"]
+
+# The latest override per (response, target). No parameters.
+REVIEWS_CTE = """reviews AS (
+    SELECT response_id, target, new_value FROM overrides
+    QUALIFY row_number() OVER (PARTITION BY response_id, target ORDER BY created_at DESC, override_id DESC) = 1
+)"""
+
+
+def reviewed_cte(name: str, n_evaluations: int = 1) -> str:
+    """CTE `name(evaluation_id, response_id, pass)`: whether the effective overall verdict is PASS, for every
+    response a reviewer overrode (overall or a check), under the evaluation(s) bound to its `n_evaluations`
+    parameters. Needs REVIEWS_CTE before it."""
+    return f"""{name} AS (
+        SELECT c.evaluation_id, c.response_id,
+               coalesce(any_value(oo.new_value),
+                        CASE WHEN bool_or(coalesce(o.new_value, c.verdict) = 'FAIL') THEN 'FAIL' ELSE 'PASS' END)
+                   = 'PASS' AS pass
+        FROM check_results c
+        LEFT JOIN reviews o ON o.response_id = c.response_id AND o.target = c.check_name
+        LEFT JOIN reviews oo ON oo.response_id = c.response_id AND oo.target = 'overall'
+        WHERE c.evaluation_id IN ({', '.join('?' * n_evaluations)})
+          AND c.response_id IN (SELECT response_id FROM reviews)
+        GROUP BY c.evaluation_id, c.response_id
+        HAVING bool_or(o.new_value IS NOT NULL) OR bool_or(oo.new_value IS NOT NULL)
+    )"""
+
+
+def verdicts_cte(name: str, with_overrides: bool, n_evaluations: int = 1) -> str:
+    """CTEs ending in `name(evaluation_id, response_id, pass, computed_pass, reviewed_pass, template_group)` for
+    the evaluation(s) bound to its parameters (bind them twice: verdicts_params). Needs REVIEWS_CTE before it.
+
+    Verdicts are booleans (PASS = true), which keeps the joins of a million rows light. `pass` is the
+    effective verdict when with_overrides, else the computed one; `reviewed_pass` is the effective verdict
+    of the responses a reviewer overrode (NULL for the others), in both cases.
+    """
+    marks = ", ".join("?" * n_evaluations)
+    return f"""{reviewed_cte(name + '_reviewed', n_evaluations)},
+        {name} AS (
+            SELECT rr.evaluation_id, rr.response_id,
+                   {"coalesce(x.pass, rr.overall = 'PASS')" if with_overrides else "rr.overall = 'PASS'"} AS pass,
+                   rr.overall = 'PASS' AS computed_pass, x.pass AS reviewed_pass, rr.template_group
+            FROM response_results rr
+            LEFT JOIN {name}_reviewed x ON x.evaluation_id = rr.evaluation_id AND x.response_id = rr.response_id
+            WHERE rr.evaluation_id IN ({marks})
+        )"""
+
+
+def verdicts_params(evaluation_ids: Sequence[int]) -> list[int]:
+    ids = [int(i) for i in evaluation_ids]
+    return ids + ids
 
 
 def _ordered(names: list[str]) -> list[str]:
@@ -47,21 +108,19 @@ def common_rulesets(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> l
     return [r for r in rulesets(con, run_a) if r in b]
 
 
+EVALUATION_SQL = """SELECT e.evaluation_id, r.name, e.ruleset, e.rules_hash, e.created_at, e.duration_s, e.n_responses
+                    FROM evaluations e JOIN runs r USING (run_id)"""
+
+
 def evaluation_info(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any] | None:
-    rows = con.execute(
-        """SELECT e.evaluation_id, r.name, e.ruleset, e.rules_hash, e.created_at, e.duration_s, e.n_responses
-           FROM evaluations e JOIN runs r USING (run_id) WHERE e.evaluation_id = ?""",
-        [evaluation_id],
-    ).fetchall()
+    rows = con.execute(EVALUATION_SQL + " WHERE e.evaluation_id = ?", [evaluation_id]).fetchall()
     return dict(zip(EVALUATION_KEYS, rows[0], strict=True)) if rows else None
 
 
 def latest_evaluation(con: duckdb.DuckDBPyConnection, run_name: str, ruleset: str) -> dict[str, Any] | None:
     """The run's newest stored evaluation under this rule set (None when there is none)."""
     rows = con.execute(
-        """SELECT e.evaluation_id, r.name, e.ruleset, e.rules_hash, e.created_at, e.duration_s, e.n_responses
-           FROM evaluations e JOIN runs r USING (run_id)
-           WHERE r.name = ? AND e.ruleset = ? ORDER BY e.evaluation_id DESC LIMIT 1""",
+        EVALUATION_SQL + " WHERE r.name = ? AND e.ruleset = ? ORDER BY e.evaluation_id DESC LIMIT 1",
         [run_name, ruleset],
     ).fetchall()
     return dict(zip(EVALUATION_KEYS, rows[0], strict=True)) if rows else None
@@ -79,6 +138,23 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     for row in rows:
         row["evaluations"] = ", ".join(_ordered(list(evaluated.get(row["name"], []))))
     return rows
+
+
+def pass_rate_counts(
+    con: duckdb.DuckDBPyConnection, evaluation_ids: Sequence[int], *, with_overrides: bool = False
+) -> list[dict[str, Any]]:
+    """Responses and passes per evaluation x provider x template, for several evaluations in one scan."""
+    if not evaluation_ids:
+        return []
+    return query_dicts(
+        con,
+        f"""WITH {REVIEWS_CTE}, {verdicts_cte("v", with_overrides, len(evaluation_ids))}
+            SELECT v.evaluation_id, r.provider, v.template_group AS template, count(*) AS n,
+                   count(*) FILTER (WHERE v.pass) AS passed
+            FROM v JOIN responses r ON r.response_id = v.response_id
+            GROUP BY ALL ORDER BY v.evaluation_id, r.provider, template""",
+        verdicts_params(evaluation_ids),
+    )
 
 
 def with_wilson(row: dict[str, Any], passed: str = "passed", n: str = "n") -> dict[str, Any]:
@@ -99,20 +175,40 @@ def pass_rates_by_run(
            WHERE e.ruleset = ? GROUP BY r.name, r.run_id ORDER BY r.run_id""",
         [ruleset],
     ).fetchall()
-    rows: list[dict[str, Any]] = []
-    for run_name, evaluation_id in latest:
-        for row in report.pass_rates(con, int(evaluation_id), with_overrides=with_overrides):
-            rows.append(with_wilson({"run": run_name, "evaluation_id": int(evaluation_id), **row}))
-    covered = {name for name, _ in latest}
-    missing = [name for name in run_names(con) if name not in covered]
+    run_of = {int(evaluation_id): name for name, evaluation_id in latest}
+    rows = [
+        with_wilson({"run": run_of[row["evaluation_id"]], **row, "pass_rate": row["passed"] / row["n"]})
+        for row in pass_rate_counts(con, list(run_of), with_overrides=with_overrides)
+    ]
+    order = {evaluation_id: i for i, evaluation_id in enumerate(run_of)}
+    rows.sort(key=lambda r: (order[r["evaluation_id"]], r["provider"], r["template"]))
+    missing = [name for name in run_names(con) if name not in run_of.values()]
     return rows, missing
 
 
 def check_counts(
     con: duckdb.DuckDBPyConnection, evaluation_id: int, *, with_overrides: bool = False
 ) -> list[dict[str, Any]]:
-    """PASS / FAIL / N/A counts per provider x template x check."""
-    return report.check_counts(con, evaluation_id, with_overrides=with_overrides)
+    """PASS / FAIL / N/A counts per provider x template x check (effective check verdicts when with_overrides)."""
+    verdict = "coalesce(o.new_value, c.verdict)" if with_overrides else "c.verdict"
+    join = "LEFT JOIN reviews o ON o.response_id = c.response_id AND o.target = c.check_name" if with_overrides else ""
+    return query_dicts(
+        con,
+        f"""WITH {REVIEWS_CTE},
+            groups AS (SELECT rr.response_id, r.provider, rr.template_group
+                       FROM response_results rr JOIN responses r ON r.response_id = rr.response_id
+                       WHERE rr.evaluation_id = ?),
+            checks AS (SELECT c.response_id, c.check_name, {verdict} AS verdict
+                       FROM check_results c {join} WHERE c.evaluation_id = ?)
+            SELECT g.provider, g.template_group AS template, c.check_name AS "check",
+                   count(*) FILTER (WHERE c.verdict = 'PASS') AS pass,
+                   count(*) FILTER (WHERE c.verdict = 'FAIL') AS fail,
+                   count(*) FILTER (WHERE c.verdict = 'N/A') AS na
+            FROM checks c JOIN groups g ON g.response_id = c.response_id
+            GROUP BY g.provider, g.template_group, c.check_name
+            ORDER BY g.provider, template, list_position({CHECK_LIST_SQL}, c.check_name), c.check_name""",
+        [evaluation_id, evaluation_id],
+    )
 
 
 def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> tuple[list[dict[str, Any]], int | None]:

@@ -18,13 +18,13 @@ from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dict
 from evaluator.queries.review import (
     checks,
     default_evaluation,
+    display_rules,
     evaluation_label,
     evaluations_of_run,
     flags,
     retrieved,
     run_id,
     spans,
-    display_rules,
 )
 from evaluator.readers import CHECK_NAMES
 from evaluator.review_config import load_review_config

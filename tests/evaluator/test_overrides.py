@@ -165,10 +165,9 @@ def test_refused_label_can_be_overridden_for_the_metrics(store):
 
 
 def test_an_override_against_another_runs_evaluation_is_refused(store):
-    with connect(store) as con:
-        with pytest.raises(OverrideError, match="not an evaluation of this response's run"):
-            add_override(con, rid(con, "week1", "q1", "openai"), "overall", "PASS", "ok", "alice",
-                         evaluation(con, "week2"), config=ANYONE)
+    with connect(store) as con, pytest.raises(OverrideError, match="not an evaluation of this response's run"):
+        add_override(con, rid(con, "week1", "q1", "openai"), "overall", "PASS", "ok", "alice",
+                     evaluation(con, "week2"), config=ANYONE)
 
 
 def test_an_override_carries_forward_to_the_same_answer_in_a_later_run(store):

@@ -53,7 +53,8 @@ def test_without_an_identity_the_override_form_is_disabled(make_app, sample_stor
 def test_a_reviewer_name_is_entered_once_per_session(make_app, sample_store, query):
     app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"))
     app.text_input(key="reviewer_input").input("Priya")
-    app.button[0].click().run()  # "Start reviewing"
+    [start] = [b for b in app.button if b.label == "Start reviewing"]
+    start.click().run()
     assert app.session_state["reviewer"] == "Priya"
     assert not save_button(app).disabled
     assert any(m.value == "Reviewing as **Priya**" for m in app.markdown)
