@@ -161,7 +161,6 @@ class RowMaker:
         self.corpus = build_corpus(self.rng)
 
     def rows(self, n: int) -> Iterator[dict[str, Any]]:
-        rng = self.rng
         produced = 0
         q = 0
         while produced < n:
@@ -241,7 +240,8 @@ class RowMaker:
         rng.shuffle(chunks)
         low = template == "T3" or rng.random() < 0.05  # nothing relevant found
         top = rng.uniform(0.05, 0.34) if low else rng.uniform(0.45, 0.92)
-        scores = sorted((round(max(0.01, top - i * rng.uniform(0.0, 0.06)), 4) for i in range(len(chunks))), reverse=True)
+        scores = sorted((round(max(0.01, top - i * rng.uniform(0.0, 0.06)), 4) for i in range(len(chunks))),
+                        reverse=True)
         return [{"id": c.id, "text": c.text, "score": s} for c, s in zip(chunks, scores, strict=True)]
 
     def _grounded_answer(

@@ -147,8 +147,9 @@ def contains_term(hay: str, term: str, *, price: bool = False) -> bool:
         ok = not (start and _is_word(term[0]) and _is_word(hay[start - 1]))
         if ok and end < n:
             nxt = hay[end]
-            if _is_word(term[-1]) and _is_word(nxt) or price and nxt in ".," and end + 1 < n and hay[end + 1].isdigit():
-                ok = False
+            glued = _is_word(term[-1]) and _is_word(nxt)
+            longer_price = price and nxt in ".," and end + 1 < n and hay[end + 1].isdigit()
+            ok = not (glued or longer_price)
         if ok:
             return True
         start = hay.find(term, start + 1)

@@ -38,6 +38,29 @@ ORDER BY r.response_id
 """
 RESPONSE_ROW_SQL = RUN_ROWS_SQL.replace("WHERE r.run_id = ?", "WHERE r.response_id = ?")
 
+# Recompute reads a run in flat batches of response ids (no nested lists: DuckDB builds those
+# slowly and, for a whole run, in memory all at once); workers put the rows together.
+BATCH_BOUNDS_SQL = """
+SELECT response_id FROM (SELECT response_id, row_number() OVER (ORDER BY response_id) AS n
+                         FROM responses WHERE run_id = ?)
+WHERE (n - 1) % ? = 0 ORDER BY response_id
+"""
+BATCH_ROWS_SQL = """
+SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
+       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids
+FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+WHERE r.run_id = ? AND r.response_id BETWEEN ? AND ?
+ORDER BY r.response_id
+"""
+BATCH_RETRIEVED_SQL = """
+SELECT response_id, chunk_key, score FROM retrieved
+WHERE response_id BETWEEN ? AND ? ORDER BY response_id, rank
+"""
+BATCH_CHUNKS_SQL = """
+SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
+WHERE rt.response_id BETWEEN ? AND ?
+"""
+
 
 @dataclass(frozen=True)
 class RecomputeResult:
@@ -51,6 +74,10 @@ class RecomputeResult:
 
 def response_input(row: dict[str, Any]) -> ResponseInput:
     """A stored response (as read by RUN_ROWS_SQL) as the pure evaluator's input."""
+    return _input(row, tuple(RetrievedItem(i["id"], i["text"], i["score"]) for i in row["retrieved"] or ()))
+
+
+def _input(row: dict[str, Any], retrieved: tuple[RetrievedItem, ...]) -> ResponseInput:
     gold = orjson.loads(row["gold_answers"]) if row["gold_answers"] else []
     expected_ids = orjson.loads(row["expected_ids"]) if row["expected_ids"] else []
     return ResponseInput(
@@ -62,7 +89,7 @@ def response_input(row: dict[str, Any]) -> ResponseInput:
         expected_template=row["expected_template"],
         expected_routing=row["expected_routing"],
         classification=row["classification"],
-        retrieved=tuple(RetrievedItem(i["id"], i["text"], i["score"]) for i in row["retrieved"] or ()),
+        retrieved=retrieved,
         gold_answers=tuple(GoldClaim(tuple(c["aliases"]), c.get("supported")) for c in gold),
         answerable=row["answerable"],
         expected_ids=tuple(expected_ids),
@@ -91,8 +118,31 @@ def _init_worker(rules_text: str, rules_source: str, ruleset: str, profile: str,
     )
 
 
-def _evaluate_rows(rows: list[dict[str, Any]]) -> list[tuple[int, ResponseEvaluation]]:
-    inputs = [response_input(row) for row in rows]
+_Batch = tuple[pa.Table, pa.Table, pa.Table]  # rows, retrieved (response_id, chunk_key, score), chunks
+_Results = tuple[pa.Table, pa.Table, pa.Table]  # check_results, flags, overall (without evaluation_id)
+
+
+def _batch_inputs(batch: _Batch) -> tuple[list[int], list[ResponseInput]]:
+    """Put a flat batch back together: each row with its retrieved items, in rank order."""
+    rows_t, retrieved_t, chunks_t = batch
+    chunks = dict(zip(chunks_t.column("chunk_key").to_pylist(),
+                      zip(chunks_t.column("chunk_id").to_pylist(), chunks_t.column("text").to_pylist(), strict=True),
+                      strict=True))
+    items: dict[int, list[RetrievedItem]] = {}
+    for response_id, chunk_key, score in zip(retrieved_t.column("response_id").to_pylist(),
+                                             retrieved_t.column("chunk_key").to_pylist(),
+                                             retrieved_t.column("score").to_pylist(), strict=True):
+        chunk = chunks.get(chunk_key)
+        if chunk is not None:  # as the inner join of RUN_ROWS_SQL
+            items.setdefault(response_id, []).append(RetrievedItem(chunk[0], chunk[1], score))
+    rows = rows_t.to_pylist()
+    ids = [row["response_id"] for row in rows]
+    return ids, [_input(row, tuple(items.get(row["response_id"], ()))) for row in rows]
+
+
+def _evaluate_batch(batch: _Batch) -> _Results:
+    """Worker: evaluate one flat batch; the results go back as Arrow tables (cheap to send)."""
+    ids, inputs = _batch_inputs(batch)
     rules: Rules = _WORKER["rules"]
     if _WORKER["with_spans"]:
         results = [
@@ -101,21 +151,33 @@ def _evaluate_rows(rows: list[dict[str, Any]]) -> list[tuple[int, ResponseEvalua
         ]
     else:
         results = evaluate_batch(inputs, ruleset=_WORKER["ruleset"], rules=rules, profile=_WORKER["profile"])
-    return [(row["response_id"], result) for row, result in zip(rows, results, strict=True)]
+    columns = _ResultColumns()
+    for response_id, result in zip(ids, results, strict=True):
+        columns.add(response_id, result)
+    return columns.tables()
 
 
 # --- store side ------------------------------------------------------------------------------
 
 
-def _row_batches(con: duckdb.DuckDBPyConnection, run_id: int) -> Iterator[list[dict[str, Any]]]:
-    # A cursor of its own: results are written on `con` while this one is still being read.
-    cursor = con.cursor()
-    try:
-        reader = cursor.sql(RUN_ROWS_SQL, params=[run_id]).to_arrow_reader(BATCH_ROWS)
-        for batch in reader:
-            yield batch.to_pylist()
-    finally:
-        cursor.close()
+def _flat_batches(con: duckdb.DuckDBPyConnection, run_id: int) -> Iterator[_Batch]:
+    """The run in batches of BATCH_ROWS responses, each as three flat Arrow tables."""
+    starts = [row[0] for row in con.execute(BATCH_BOUNDS_SQL, [run_id, BATCH_ROWS]).fetchall()]
+    last = fetch_one(con, "SELECT max(response_id) FROM responses WHERE run_id = ?", [run_id])
+    if not starts or last is None:
+        return
+    ends = [s - 1 for s in starts[1:]] + [int(last[0])]
+    for lo, hi in zip(starts, ends, strict=True):
+        yield (con.sql(BATCH_ROWS_SQL, params=[run_id, lo, hi]).to_arrow_table(),
+               con.sql(BATCH_RETRIEVED_SQL, params=[lo, hi]).to_arrow_table(),
+               con.sql(BATCH_CHUNKS_SQL, params=[lo, hi]).to_arrow_table())
+
+
+CHECKS_SCHEMA = pa.schema([("response_id", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string()),
+                           ("reason", pa.string()), ("spans", pa.string())])
+FLAGS_SCHEMA = pa.schema([("response_id", pa.int64()), ("flag", pa.string()), ("severity", pa.string()),
+                          ("spans", pa.string())])
+OVERALL_SCHEMA = pa.schema([("response_id", pa.int64()), ("overall", pa.string())])
 
 
 class _ResultColumns:
@@ -140,20 +202,9 @@ class _ResultColumns:
         self.overall["response_id"].append(response_id)
         self.overall["overall"].append(result.overall)
 
-    def flush(self, con: duckdb.DuckDBPyConnection, evaluation_id: int) -> None:
-        tables = {
-            "check_results": (self.checks, "SELECT ?, response_id, check_name, verdict, reason, spans::JSON FROM t"),
-            "flags": (self.flags, "SELECT ?, response_id, flag, severity, spans::JSON FROM t"),
-        }
-        for table, (columns, select) in tables.items():
-            if not columns["response_id"]:
-                continue
-            con.register("t", pa.table(columns))
-            try:
-                con.execute(f"INSERT INTO {table} {select}", [evaluation_id])
-            finally:
-                con.unregister("t")
-        self.__init__()  # type: ignore[misc]
+    def tables(self) -> _Results:
+        return (pa.table(self.checks, schema=CHECKS_SCHEMA), pa.table(self.flags, schema=FLAGS_SCHEMA),
+                pa.table(self.overall, schema=OVERALL_SCHEMA))
 
 
 def recompute(
@@ -187,16 +238,18 @@ def recompute(
                VALUES (?, ?, ?, ?, ?, now(), ?, ?, ?, ?)""",
             [evaluation_id, run_id, ruleset, rules.hash, rules.source, n, rules.text, profile, with_spans],
         )
-        columns = _ResultColumns()
+        done: list[_Results] = []
+        held = 0
         init_args = (rules.text, rules.source, ruleset, profile, with_spans)
         for results in _evaluate_all(con, run_id, init_args, workers):
-            for response_id, result in results:
-                columns.add(response_id, result)
+            done.append(results)
+            held += results[2].num_rows
             if bar is not None:
-                bar.update(len(results))
-            if len(columns.overall["response_id"]) >= 100_000:
-                _flush(con, columns, evaluation_id)
-        _flush(con, columns, evaluation_id)
+                bar.update(results[2].num_rows)
+            if held >= 100_000:
+                _flush(con, done, evaluation_id)
+                held = 0
+        _flush(con, done, evaluation_id)
         duration = time.perf_counter() - started
         con.execute("UPDATE evaluations SET duration_s = ? WHERE evaluation_id = ?", [duration, evaluation_id])
     if bar is not None:
@@ -204,11 +257,16 @@ def recompute(
     return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration)
 
 
-def _flush(con: duckdb.DuckDBPyConnection, columns: _ResultColumns, evaluation_id: int) -> None:
+def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: int) -> None:
+    """Append the evaluated batches set-wise: response outcomes, check results, flags."""
     from evaluator.results import IS_T3_SQL, TEMPLATE_GROUP_SQL
 
-    if columns.overall["response_id"]:
-        con.register("o", pa.table(columns.overall))
+    if not done:
+        return
+    checks, flags, overall = (pa.concat_tables([results[i] for results in done]) for i in range(3))
+    done.clear()
+    if overall.num_rows:
+        con.register("o", overall)
         try:
             con.execute(
                 f"""INSERT INTO response_results
@@ -219,21 +277,31 @@ def _flush(con: duckdb.DuckDBPyConnection, columns: _ResultColumns, evaluation_i
             )
         finally:
             con.unregister("o")
-    columns.flush(con, evaluation_id)
+    for table, data, select in (
+        ("check_results", checks, "SELECT ?, response_id, check_name, verdict, reason, spans::JSON FROM t"),
+        ("flags", flags, "SELECT ?, response_id, flag, severity, spans::JSON FROM t"),
+    ):
+        if not data.num_rows:
+            continue
+        con.register("t", data)
+        try:
+            con.execute(f"INSERT INTO {table} {select}", [evaluation_id])
+        finally:
+            con.unregister("t")
 
 
 def _evaluate_all(
     con: duckdb.DuckDBPyConnection, run_id: int, init_args: tuple[Any, ...], workers: int
-) -> Iterator[list[tuple[int, ResponseEvaluation]]]:
+) -> Iterator[_Results]:
     if workers <= 1:
         _init_worker(*init_args)
-        for rows in _row_batches(con, run_id):
-            yield _evaluate_rows(rows)
+        for batch in _flat_batches(con, run_id):
+            yield _evaluate_batch(batch)
         return
     with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=init_args) as pool:
         pending = []
-        for rows in _row_batches(con, run_id):
-            pending.append(pool.submit(_evaluate_rows, rows))
+        for batch in _flat_batches(con, run_id):
+            pending.append(pool.submit(_evaluate_batch, batch))
             if len(pending) > workers * 2:  # bound memory: keep a few batches in flight
                 yield pending.pop(0).result()
         for future in pending:

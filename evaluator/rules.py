@@ -523,7 +523,9 @@ def _folded_twin(pattern: str) -> tuple[re.Pattern[str], str | None] | None:
             return None
         _fold_tree(tree.data, k)
         tree.state.flags &= ~ic
-        return compiler.compile(tree, 0), _top_keyword(tree.data, k.LITERAL)
+        keyword = _top_keyword(tree.data, k.LITERAL)
+        _lead_boundary_rewrite(tree, parser, k)
+        return compiler.compile(tree, 0), keyword
     except Exception:  # noqa: BLE001 - any surprise: no twin, the plain pattern still works
         return None
 
@@ -532,28 +534,31 @@ def _folded_twin(pattern: str) -> tuple[re.Pattern[str], str | None] | None:
 _LOOKBEHIND_NOT_WORD = r"(?<!\w[\s\S])"
 
 
+def _lead_boundary_rewrite(tree: Any, parser: Any, k: Any) -> None:
+    """``\\b`` followed by a word character (class) -> that character followed by
+    ``(?<!\\w[\\s\\S])``: the same matches, but re can skip ahead to candidates instead of
+    trying every position (a leading assertion hides the pattern's first character)."""
+    data = tree.data
+    if len(data) < 2 or data[0] != (k.AT, k.AT_BOUNDARY) or tree.state.flags & (re.ASCII | re.IGNORECASE):
+        return  # (word characters are then defined otherwise)
+    op, av = data[1]
+    if op is k.IN and _all_word_chars(av, k) or op is k.LITERAL and _char_class(chr(av))[0]:
+        helper = parser.parse(_LOOKBEHIND_NOT_WORD, 0)
+        tree.data = [data[1], helper.data[0], *data[2:]]
+
+
 def _plain(pattern: str) -> tuple[re.Pattern[str], str | None]:
-    """A case-sensitive pattern compiled for speed, plus its keyword. A leading ``\\b``
-    before a class of word characters (``\\b[A-Z]...``) stops re from skipping ahead to
-    candidate characters; it is rewritten to the equivalent ``[A-Z](?<!\\w[\\s\\S])...``."""
+    """A case-sensitive pattern compiled for speed (see _lead_boundary_rewrite), plus its keyword."""
     rx = re.compile(pattern)
     if _SRE is None:  # pragma: no cover
         return rx, None
     parser, compiler, k = _SRE
     try:
         tree = parser.parse(pattern, 0)
-        keyword = _top_keyword(tree.data, k.LITERAL)
-        data = tree.data
-        if (
-            len(data) >= 2
-            and data[0] == (k.AT, k.AT_BOUNDARY)
-            and data[1][0] is k.IN
-            and _all_word_chars(data[1][1], k)
-        ):
-            helper = parser.parse(_LOOKBEHIND_NOT_WORD, 0)
-            tree.data = [data[1], helper.data[0], *data[2:]]
-            return compiler.compile(tree, 0), keyword
-        return rx, keyword
+        # an inline (?i) makes top-level literals case-insensitive: no keyword then
+        keyword = None if tree.state.flags & re.IGNORECASE else _top_keyword(tree.data, k.LITERAL)
+        _lead_boundary_rewrite(tree, parser, k)
+        return compiler.compile(tree, 0), keyword
     except Exception:  # noqa: BLE001 - keep the plain pattern
         return rx, None
 
@@ -656,10 +661,10 @@ class MatcherSet:
         """Some match (the first pattern's that matches), or None. ``absent`` collects the
         folded keywords known to be missing from this text (shared across sets)."""
         if folded is None:
-            for m in self.matchers:
-                found = m.search(qn, None)
-                if found is not None:
-                    return found
+            for matcher in self.matchers:
+                hit = matcher.search(qn, None)
+                if hit is not None:
+                    return hit
             return None
         if absent is None:
             absent = set()
@@ -671,10 +676,10 @@ class MatcherSet:
                     if kw not in folded:
                         absent.add(kw)
                         continue
-                m = twin.search(folded)
-                if m is None:
+                candidate = twin.search(folded)
+                if candidate is None:
                     continue
-                found = rx.search(qn, m.start())
+                found = rx.search(qn, candidate.start())
             else:
                 if plain_kw is not None and plain_kw not in qn:
                     continue

@@ -42,6 +42,9 @@ st.caption(f"Evaluation **{ruleset}**, {verdicts}. A response passes when every 
 
 st.subheader("Runs")
 st.dataframe(pd.DataFrame(runs), hide_index=True)
+if ruleset is None:
+    st.info("No run has been evaluated yet: `python -m evaluator recompute --run RUN --ruleset t3_aware`.")
+    st.stop()
 
 st.subheader(f"Pass rates under {ruleset}")
 if missing:
@@ -106,5 +109,5 @@ else:
         fig = px.bar(flags_df, x="flag", y="count", color="provider", barmode="group", text="count")
         fig.update_layout(height=300, margin={"t": 20, "b": 10}, xaxis_title="")
         st.plotly_chart(fig, key="flags_chart")
-        st.dataframe(flags_df.pivot_table(index="flag", columns="provider", values="count", fill_value=0),
-                     column_config={"flag": "flag"})
+        st.dataframe(flags_df.pivot_table(index="flag", columns="provider", values="count", aggfunc="sum",
+                                          fill_value=0).astype(int))

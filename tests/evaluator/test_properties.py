@@ -22,6 +22,9 @@ MATCHERS = [
 EXTRA = [Matcher(PatternRule(p)) for p in (
     r"[a-z]+ scope", r"\bnot\b (?:able|willing)", r"(?:x|y)z{2,3}", r"(?=ab)a.c", r"\w+'s", r"(?s)a.b",
     r"[^x]ble", r"(?i)scope", r"\d+ rupees?", r"[α-ω]+", r"ι", r"σ+",
+)] + [Matcher(PatternRule(p, ignore_case=False)) for p in (
+    r"(?i)outside my scope", r"\bLord [A-Z]\w+", r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b", r"\b\w+ Kanda", r"\[\w+\]",
+    r"(?a)\b[a-zé]+ed", r"(?i)\b[a-z]+ scope",
 )]
 
 FRAGMENTS = [
@@ -34,6 +37,7 @@ FRAGMENTS = [
     "Clearpath Assistant", "i can't", "I CAN\u2019T", "i don\u2019t have information", "unable", "symbolizes",
     "this suggests", "teaches us", "\u0130", "\u0131", "\u212a", "\u03a3\u0391\u03a3", "\u03b9\u0345\u1fbe", " ", " ",
     "\n", "\t", ",", ".", "\u2019", "\u201c", "\u201d", "\u2014", "\u00a0", "_", "9", "ab", "abc", "xzz", "ble", "'s",
+    "é", "Lord",
 ]
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), max_size=30).map("".join)
 PROPS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
