@@ -31,8 +31,6 @@ KINDS: dict[str, tuple[str, str]] = {
 OTHER = ("Other", "#dee2e6")
 PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
 
-BANNER_NO_CONTEXT = "This response was generated without supporting documentation."
-BANNER_UNVERIFIED = "Some details in this response could not be verified against our documentation."
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
 _MARKDOWN = "\\`*_{}[]()|~$:@"  # inline Markdown, math, Streamlit directives/emoji, autolinks
@@ -164,7 +162,7 @@ def legend(kinds: Iterable[str] | None = None) -> str:
     return '<div style="font-size:0.85rem;line-height:2">' + "".join(items) + "</div>"
 
 
-def banner(text: str = BANNER_UNVERIFIED) -> str:
+def banner(text: str) -> str:
     """The orange banner of SPEC §5 (the yellow one is st.warning)."""
     return ('<div role="alert" class="banner-unverified" style="background:rgba(255,146,43,0.18);'
             'border-left:0.3rem solid #fd7e14;padding:0.75rem 1rem;border-radius:0.5rem;margin-bottom:0.75rem;'

@@ -30,14 +30,14 @@ def html(markup: str) -> None:
     st.markdown(markup, unsafe_allow_html=True)
 
 
-def banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str] | None = None) -> None:
-    """The §5 banners: yellow for no supporting documentation, orange for unverified details."""
-    texts = texts or {}
+def banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> None:
+    """The §5 banners (texts from the evaluation's rules): yellow for no supporting documentation,
+    orange for unverified details."""
     names = {f["flag"] for f in flags}
     if "no_context_warning" in names:
-        st.warning(texts.get("no_context_warning", highlight.BANNER_NO_CONTEXT), icon=":material/warning:")
+        st.warning(texts["no_context_warning"], icon=":material/warning:")
     if "potential_hallucination" in names:
-        html(highlight.banner(texts.get("potential_hallucination", highlight.BANNER_UNVERIFIED)))
+        html(highlight.banner(texts["potential_hallucination"]))
 
 
 def flag_badges(flags: Iterable[Mapping[str, Any]]) -> str:

@@ -358,7 +358,9 @@ def _gold_answers(where: str, line_no: int, value: Any) -> list[dict[str, Any]] 
             if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
                 raise InputError(where, line_no, f"{field_name}.aliases", "expected a list of strings")
             if supported is not None and not isinstance(supported, bool):
-                raise InputError(where, line_no, f"{field_name}.supported", f"expected true or false, got {supported!r}")
+                raise InputError(
+                    where, line_no, f"{field_name}.supported", f"expected true or false, got {supported!r}"
+                )
             claims.append({"aliases": aliases, "supported": supported})
         else:
             raise InputError(
@@ -379,7 +381,9 @@ def _add_retrieved(
     for rank, item in enumerate(value):
         field_name = f"retrieved[{rank}]"
         if not isinstance(item, dict):
-            raise InputError(where, line_no, field_name, f"expected an object {{id, text, score}}, got {type_name(item)}")
+            raise InputError(
+                where, line_no, field_name, f"expected an object {{id, text, score}}, got {type_name(item)}"
+            )
         chunk_id, text, score = item.get("id"), item.get("text"), item.get("score")
         if chunk_id is None or isinstance(chunk_id, bool) or not isinstance(chunk_id, str | int):
             raise InputError(where, line_no, f"{field_name}.id", "missing or not a string")
@@ -407,14 +411,17 @@ def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns)
     if value is None:
         return
     if not isinstance(value, dict):
-        raise InputError(where, line_no, "recorded_checks", f"expected an object check -> verdict, got {type_name(value)}")
+        raise InputError(
+            where, line_no, "recorded_checks", f"expected an object check -> verdict, got {type_name(value)}"
+        )
     for check_name, verdict in value.items():
         cleaned = verdict.strip().upper() if isinstance(verdict, str) else verdict
         if cleaned in ("NA", "N\\A"):
             cleaned = "N/A"
         if cleaned not in VERDICTS:
             raise InputError(
-                where, line_no, f"recorded_checks.{check_name}", f"unknown verdict {verdict!r}; expected PASS, FAIL or N/A"
+                where, line_no, f"recorded_checks.{check_name}",
+                f"unknown verdict {verdict!r}; expected PASS, FAIL or N/A",
             )
         cols.recorded["row"].append(row)
         cols.recorded["check_name"].append(str(check_name))
@@ -425,7 +432,7 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
     """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT."""
     # Ids are never reused: a deleted run's id must not be taken by an unrelated new response.
     base = int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
-                                "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))  # type: ignore[arg-type]
+                                "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
     new_responses = pa.table(cols.responses)
     new_questions = pa.table(cols.questions)
     new_retrieved = pa.table(cols.retrieved, schema=pa.schema(

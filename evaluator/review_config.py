@@ -65,7 +65,8 @@ def _split(value: str) -> tuple[str, ...]:
 
 def load_review_config(environ: dict[str, str] | None = None) -> ReviewConfig:
     env = os.environ if environ is None else environ
-    phrases, reviewers = DEFAULT_PARADOX_PHRASES, ()
+    phrases: tuple[str, ...] = DEFAULT_PARADOX_PHRASES
+    reviewers: tuple[str, ...] = ()
     path = env.get("EVALUATOR_REVIEW_CONFIG")
     if path:
         table = tomllib.loads(Path(path).read_text(encoding="utf-8")).get("review", {})

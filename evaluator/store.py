@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -125,6 +126,6 @@ def fetch_one(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = No
     return rows[0] if rows else None
 
 
-def fetch_value(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> object:
+def fetch_value(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> Any:
     row = fetch_one(con, sql, params)
     return None if row is None else row[0]

@@ -79,11 +79,18 @@ for column, r in zip(columns, mine, strict=True):
         right.metric("F1AC", "—" if r["f1ac"] is None else f"{r['f1ac']:.4f}", border=True)
 
 st.markdown("**Components**")
-components = pd.DataFrame(
-    {r["provider"]: [r["components"].get(key) for key in q.COMPONENTS] for r in mine},
-    index=list(q.COMPONENTS.values()),
+scores = {key: label for key, label in q.COMPONENTS.items() if not key.startswith("n_")}
+counts = {key: label for key, label in q.COMPONENTS.items() if key.startswith("n_")}
+left, right = st.columns([3, 2])
+left.dataframe(
+    pd.DataFrame({r["provider"]: [r["components"].get(key) for key in scores] for r in mine},
+                 index=list(scores.values()), dtype="float"),
+    column_config={r["provider"]: st.column_config.NumberColumn(format="%.4f") for r in mine},
 )
-st.dataframe(components, column_config={"_index": st.column_config.TextColumn("component")})
+right.dataframe(
+    pd.DataFrame({r["provider"]: [r["components"].get(key) for key in counts] for r in mine},
+                 index=list(counts.values()), dtype="Int64"),
+)
 st.caption("P/R/F1 refused: precision and recall of refusing, against the unanswerable questions; answered: of "
            "answering, against the answerable ones. P_AC = Σ AC / answered, R_AC = Σ AC / answerable. "
            "A zero denominator gives 0.")

@@ -18,18 +18,13 @@ from evaluator.queries.effective import check_results_cte, response_results_cte,
 from evaluator.queries.report import flags_evaluation_id, query_dicts
 from evaluator.readers import CHECK_NAMES
 from evaluator.store import fetch_one
+from evaluator.types import CheckResult, FlagResult
 
 __all__ = [
     "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",
     "history", "overall", "refused_state", "response", "response_choices", "retrieved", "run_id", "spans",
     "display_rules",
 ]
-
-DEFAULT_THRESHOLD = 0.35  # SPEC §2/§5: retrieved items below this similarity do not count
-DEFAULT_BANNERS = {
-    "no_context_warning": "This response was generated without supporting documentation.",
-    "potential_hallucination": "Some details in this response could not be verified against our documentation.",
-}
 
 RESPONSE_SQL = """
 SELECT r.response_id, r.run_id, run.name AS run, run.profile, r.question_id, q.question, r.provider, r.model,
@@ -138,17 +133,18 @@ def retrieved(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) -> di
 
 def display_rules(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any]:
     """The similarity threshold and banner texts of the rules the evaluation ran with
-    (the rules file in force for recorded verdicts; SPEC defaults if no rules load)."""
+    (the rules file in force for recorded verdicts; the built-in rules if stored ones no longer load)."""
     from evaluator.rules import load_rules, rules_from_text
 
     source = span_evaluation(con, evaluation_id)
     try:
         rules = (rules_from_text(source["rules_text"], source["rules_source"] or "<stored>")
                  if source and source["rules_text"] else load_rules())
-    except Exception:  # unreadable rules: show with the SPEC defaults rather than fail the page
-        return {"threshold": DEFAULT_THRESHOLD, "banners": dict(DEFAULT_BANNERS)}
-    banners = {flag.name: flag.banner for flag in rules.flag_rules if flag.banner}
-    return {"threshold": float(rules.min_score), "banners": banners or dict(DEFAULT_BANNERS)}
+    except ValueError:  # stored rules from an older schema: show with the built-in ones rather than fail
+        rules = load_rules(None)
+    defaults = load_rules(None)
+    banners = {flag.name: flag.banner for flag in (*defaults.flag_rules, *rules.flag_rules) if flag.banner}
+    return {"threshold": float(rules.min_score), "banners": banners}
 
 
 def span_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any] | None:
@@ -202,7 +198,8 @@ def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], resp
         if resp is not None:
             result = evaluate(resp, ruleset=source["ruleset"], rules=rules, profile=source["profile"],
                               with_spans=True)
-            for item in (*result.checks, *result.flags):
+            items: list[CheckResult | FlagResult] = [*result.checks, *result.flags]
+            for item in items:
                 found.extend({"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in item.spans)
         out[int(response_id)] = found
     return out
