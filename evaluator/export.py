@@ -10,10 +10,10 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from evaluator.readers import CHECK_NAMES
 from evaluator.recompute import load_response
 from evaluator.rules import rules_from_text
 from evaluator.store import fetch_one
+from evaluator.types import CHECK_NAMES
 
 EXPORT_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 BATCH = 10_000

@@ -11,9 +11,10 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from evaluator.readers import CHECK_NAMES, InputError, Record, detect_format, read_records, type_name
+from evaluator.readers import InputError, Record, detect_format, read_records, type_name
 from evaluator.results import write_response_results
 from evaluator.store import atomic, fetch_one, fetch_value, next_id
+from evaluator.types import CHECK_NAMES
 
 TEMPLATES = ("T1", "T2", "T3")
 VERDICTS = ("PASS", "FAIL", "N/A")

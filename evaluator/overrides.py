@@ -16,9 +16,9 @@ from typing import Any
 import duckdb
 
 from evaluator.queries.effective import LATEST_OVERRIDES, check_results_cte, response_results_cte
-from evaluator.readers import CHECK_NAMES
 from evaluator.review_config import ReviewConfig, load_review_config
 from evaluator.store import atomic, fetch_one, fetch_value
+from evaluator.types import CHECK_NAMES
 
 VERDICTS = ("PASS", "FAIL", "N/A")
 OVERALL_VALUES = ("PASS", "FAIL")

@@ -16,27 +16,10 @@ from typing import Any
 
 import orjson
 
+from evaluator.types import CHECK_NAMES
+
 FORMATS = ("jsonl", "json", "csv", "parquet")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
-CHECK_NAMES = (
-    "routing_check",
-    "retrieval_check",
-    "answers_question",
-    "cites_shlokas",
-    "follows_template",
-    "no_hallucination",
-)
-# Per-provider fields of the wide CSV besides the recorded checks.
-WIDE_PROVIDER_FIELDS = (
-    "answer",
-    "model",
-    "template",
-    "classification",
-    "retrieved",
-    "answerable",
-    "comment",
-    "outcome",
-)
 JSON_CELLS = ("retrieved", "gold_answers", "expected_ids", "recorded_checks")
 
 Record = dict[str, Any]

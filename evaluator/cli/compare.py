@@ -133,17 +133,22 @@ def _ci(ci: list[float] | None) -> str:
     return "-" if not ci else f"[{ci[0]:.1%}, {ci[1]:.1%}]"
 
 
+def _pp_interval(ci: list[float] | None) -> str:
+    return "-" if not ci else f"[{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}] pp"
+
+
 def print_runs(result: dict[str, Any]) -> None:
     pairing = result["pairing"]
     print(f"{result['run_a']} (A) -> {result['run_b']} (B) under {result['ruleset']}: {pairing['paired']} pairs "
           f"(same question_id + provider), {pairing['only_a']} only in A, {pairing['only_b']} only in B\n")
     print("Pass rates (95% Wilson intervals; delta: Newcombe interval)")
+    columns = ["provider", "template", "A", "A 95% CI", "B", "B 95% CI", "delta", "delta 95% CI"]
     print_table([{
         "provider": r["provider"], "template": r["template"], "A": _pct(r["rate_a"]), "A 95% CI": _ci(r["ci_a"]),
         "B": _pct(r["rate_b"]), "B 95% CI": _ci(r["ci_b"]),
         "delta": "-" if r["delta"] is None else f"{r['delta'] * 100:+.1f} pp",
-        "delta 95% CI": "-" if not r["delta_ci"] else f"[{r['delta_ci'][0] * 100:+.1f}, {r['delta_ci'][1] * 100:+.1f}] pp",
-    } for r in result["pass_rates"]], ["provider", "template", "A", "A 95% CI", "B", "B 95% CI", "delta", "delta 95% CI"])
+        "delta 95% CI": _pp_interval(r["delta_ci"]),
+    } for r in result["pass_rates"]], columns)
     print("\nMcNemar's exact test on paired flips (b = regressions pass->fail, c = fixes fail->pass)")
     print_table(result["mcnemar"], ["provider", "template", "pairs", "both_pass", "both_fail", "regressions", "fixes",
                                     "p_value"])

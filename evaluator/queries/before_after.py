@@ -31,8 +31,8 @@ from evaluator.queries.overview import (
 from evaluator.store import quote_ident
 
 __all__ = [
-    "CHECK_CHANGES_UP_TO", "FALSE_FAILURE_DEFINITION", "RULESET_ORDER", "SLOWER_LIMIT", "BeforeAfter", "durations", "evaluation_info",
-    "flip_count", "latest_evaluation", "non_t3_changes", "rulesets",
+    "CHECK_CHANGES_UP_TO", "FALSE_FAILURE_DEFINITION", "RULESET_ORDER", "SLOWER_LIMIT", "BeforeAfter", "durations",
+    "evaluation_info", "flip_count", "latest_evaluation", "non_t3_changes", "rulesets",
 ]
 
 FALSE_FAILURE_DEFINITION = (

@@ -93,14 +93,14 @@ def pass_rates(
     for row in pass_rate_counts(con, [evaluation_a, evaluation_b], with_overrides=with_overrides):
         side = side_of[row["evaluation_id"]]
         for key in ((row["provider"], row["template"]), (ALL, row["template"]), (row["provider"], ALL), (ALL, ALL)):
-            cell = counts.setdefault(key, {"a": [0, 0], "b": [0, 0]})[side]
-            cell[0] += int(row["passed"])
-            cell[1] += int(row["n"])
+            tally = counts.setdefault(key, {"a": [0, 0], "b": [0, 0]})[side]
+            tally[0] += int(row["passed"])
+            tally[1] += int(row["n"])
     out = []
-    for (provider, template), cell in counts.items():
+    for (provider, template), sides in counts.items():
         if provider != ALL and template == ALL:
             continue  # per-provider totals over templates add little beside the (all) rows
-        (pa, na), (pb, nb) = cell["a"], cell["b"]
+        (pa, na), (pb, nb) = sides["a"], sides["b"]
         a, b = _rate(pa, na), _rate(pb, nb)
         delta = b["rate"] - a["rate"] if na and nb else None
         out.append({"provider": provider, "template": template,

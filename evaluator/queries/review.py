@@ -16,9 +16,8 @@ import orjson
 from evaluator.overrides import carried_candidates, history
 from evaluator.queries.effective import check_results_cte, response_results_cte, response_results_params
 from evaluator.queries.report import flags_evaluation_id, query_dicts
-from evaluator.readers import CHECK_NAMES
 from evaluator.store import fetch_one
-from evaluator.types import CheckResult, FlagResult
+from evaluator.types import CHECK_NAMES, CheckResult, FlagResult
 
 __all__ = [
     "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",

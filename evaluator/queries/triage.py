@@ -26,9 +26,9 @@ from evaluator.queries.review import (
     run_id,
     spans,
 )
-from evaluator.readers import CHECK_NAMES
 from evaluator.review_config import load_review_config
 from evaluator.store import fetch_value
+from evaluator.types import CHECK_NAMES
 
 __all__ = [
     "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",

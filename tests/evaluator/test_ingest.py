@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evaluator.queries.runs import RUN_COLUMNS
-from evaluator.readers import CHECK_NAMES
+from evaluator.types import CHECK_NAMES
 
 # Helpers
 
