@@ -1,6 +1,7 @@
 """Before/after (SPEC §8.2): one run under two evaluations — did the fix change what it should, and only that?"""
 
 import math
+import re
 
 import pandas as pd
 import plotly.express as px
@@ -12,7 +13,18 @@ from evaluator.queries import before_after as q
 PAGE_SIZE = 25
 ALL = "(all)"
 TEMPLATE_LABELS = {"none": "no template"}
-PERCENT = st.column_config.NumberColumn(format="percent")
+MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
+
+
+def md(text: object) -> str:
+    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
+    return MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code(text: str) -> str:
+    """Inline code that no backtick in `text` can close early."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
 
 
 def overrides_toggle() -> bool:
@@ -29,8 +41,11 @@ def pct(value: float) -> str:
     return f"{value:.1%}"
 
 
-def pp(value: float) -> str:
-    return f"{value * 100:+.1f} pp"
+def change(value: float, *, lower_is_better: bool = False) -> dict:
+    """st.metric delta arguments: the change in percentage points, or a quiet 'no change'."""
+    if abs(value) < 1e-12:
+        return {"delta": "no change", "delta_color": "off", "delta_arrow": "off"}
+    return {"delta": f"{value * 100:+.1f} pp", "delta_color": "inverse" if lower_is_better else "normal"}
 
 
 st.title("Before/after")
@@ -40,8 +55,8 @@ with store() as con:
         st.stop()
     options = q.rulesets(con, run)
     if len(options) < 2:
-        st.info(f"Run {run} has only {', '.join(options) or 'no'} evaluation(s); a before/after needs two. "
-                f"Compute one: `python -m evaluator recompute --run {run} --ruleset t3_aware`.")
+        st.info(f"Run {md(run)} has only {', '.join(md(o) for o in options) or 'no'} evaluation(s); a before/after "
+                f"needs two. Compute one: {code(f'python -m evaluator recompute --run {run} --ruleset t3_aware')}.")
         st.stop()
     name_a = select_in_url("A — before", "a", options, default="recorded" if "recorded" in options else "legacy",
                            container=st.sidebar)
@@ -67,7 +82,9 @@ with store() as con:
                        "template": None if flip_template == ALL else flip_template}
         n_flips = q.flip_count(rows, **flip_filter)
         pages = max(1, math.ceil(n_flips / PAGE_SIZE))
-        page_no = min(int(st.session_state.get("flip_page", 1)), pages)
+        if int(st.session_state.get("flip_page", 1)) > pages:  # fewer flips under the new filter
+            st.session_state["flip_page"] = pages
+        page_no = int(st.session_state.get("flip_page", 1))
         flipped = ba.flips(limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE, **flip_filter) if n_flips else []
 
 
@@ -79,36 +96,37 @@ def describe(evaluation: dict) -> str:
 
 
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
-st.markdown(f"Run **{run}** — A = {describe(eval_a)} → B = {describe(eval_b)}; {verdicts}.")
+st.markdown(f"Run **{md(run)}** — A = {describe(eval_a)} → B = {describe(eval_b)}; {verdicts}.")
 
 # --- the loud part: verdicts outside T3 must not change --------------------------------------
 outside = q.non_t3_changes(rows)
 if outside:
     total = sum(r["flipped"] for r in outside)
-    where = ", ".join(f"{TEMPLATE_LABELS.get(r['template'], r['template'])}/{r['provider']}: {r['flipped']}"
+    where = ", ".join(f"{md(TEMPLATE_LABELS.get(r['template'], r['template']))}/{md(r['provider'])}: {r['flipped']}"
                       for r in outside)
-    st.error(f"**{total} T1/T2 verdict(s) changed** between {name_a} and {name_b} ({where}). "
+    st.error(f"**{total} T1/T2 verdict(s) changed** between {md(name_a)} and {md(name_b)} ({where}). "
              "A fix for T3 must leave T1/T2 verdicts alone — check the flipped responses below.",
              icon=":material/error:")
 else:
-    st.success(f"No T1/T2 verdict changed between {name_a} and {name_b}.", icon=":material/check_circle:")
+    st.success(f"No T1/T2 verdict changed between {md(name_a)} and {md(name_b)}.", icon=":material/check_circle:")
 
 # --- headline figures per template, all providers --------------------------------------------
 totals = [r for r in rows if r["provider"] == ALL]
 st.subheader("Pass rate and false-failure rate, all providers")
 columns = st.columns(max(1, len(totals)))
 for column, r in zip(columns, totals, strict=False):
-    label = TEMPLATE_LABELS.get(r["template"], r["template"])
+    label = md(TEMPLATE_LABELS.get(r["template"], r["template"]))
     column.metric(f"{label} pass rate ({r['n']} responses)", f"{pct(r['pass_rate_a'])} → {pct(r['pass_rate_b'])}",
-                  pp(r["delta"]))
+                  **change(r["delta"]), border=True)
     column.metric(f"{label} false-failure rate", f"{pct(r['false_failure_rate_a'])} → {pct(r['false_failure_rate_b'])}",
-                  pp(r["false_failure_rate_b"] - r["false_failure_rate_a"]), delta_color="inverse")
+                  **change(r["false_failure_rate_b"] - r["false_failure_rate_a"], lower_is_better=True), border=True)
 st.caption(q.FALSE_FAILURE_DEFINITION)
 
 # --- per provider x template, side by side ------------------------------------------------------
 st.subheader("Per template and provider")
 df = pd.DataFrame(rows)
 df["template"] = df["template"].replace(TEMPLATE_LABELS)
+df["delta_pp"] = df["delta"] * 100
 per_provider = df[df["provider"] != ALL]
 long = pd.concat([
     per_provider.assign(evaluation=f"A: {name_a}", pass_rate=per_provider["pass_rate_a"]),
@@ -124,13 +142,13 @@ fig.for_each_annotation(lambda a: a.update(text=a.text.replace("provider=", ""))
 fig.update_layout(height=360, margin={"t": 40, "b": 10}, legend_title_text="")
 st.plotly_chart(fig, key="before_after_chart")
 st.dataframe(
-    df[["provider", "template", "n", "pass_rate_a", "pass_rate_b", "delta", "false_failure_rate_a",
+    df[["provider", "template", "n", "pass_rate_a", "pass_rate_b", "delta_pp", "false_failure_rate_a",
         "false_failure_rate_b", "fail_to_pass", "pass_to_fail"]],
     hide_index=True,
     column_config={
         "pass_rate_a": st.column_config.NumberColumn(f"pass rate A ({name_a})", format="percent"),
         "pass_rate_b": st.column_config.NumberColumn(f"pass rate B ({name_b})", format="percent"),
-        "delta": st.column_config.NumberColumn("Δ pass rate", format="percent"),
+        "delta_pp": st.column_config.NumberColumn("Δ (pp)", format="%+.1f"),
         "false_failure_rate_a": st.column_config.NumberColumn("false failures A", format="percent"),
         "false_failure_rate_b": st.column_config.NumberColumn("false failures B", format="percent"),
         "fail_to_pass": st.column_config.NumberColumn("FAIL → PASS"),
@@ -162,7 +180,7 @@ if flipped:
     st.dataframe(
         flips_df[["question_id", "provider", "template", "verdict", "check_diff", "question", "comment", "reviewer"]],
         hide_index=True,
-        column_config={"check_diff": st.column_config.TextColumn("checks changed (A → B)", width="medium"),
+        column_config={"check_diff": st.column_config.TextColumn("checks changed (A → B)", width="large"),
                        "question": st.column_config.TextColumn(width="medium"),
                        "comment": st.column_config.TextColumn("reviewer comment", width="large"),
                        "reviewer": st.column_config.TextColumn("reviewer overrides")},
@@ -176,12 +194,12 @@ else:
 # --- timing ---------------------------------------------------------------------------------------
 st.subheader("Evaluation time")
 left, right = st.columns(2)
-for column, name, seconds in ((left, f"A: {name_a}", timing["a_s"]), (right, f"B: {name_b}", timing["b_s"])):
+for column, name, seconds in ((left, f"A: {md(name_a)}", timing["a_s"]), (right, f"B: {md(name_b)}", timing["b_s"])):
     column.metric(name, "—" if seconds is None else f"{seconds:.2f} s")
 if timing["ratio"] is None:
     missing = [n for n, s in ((name_a, timing["a_s"]), (name_b, timing["b_s"])) if s is None]
-    st.info(f"No duration for {', '.join(missing)}: recorded verdicts come from the run file, so there is no "
-            "evaluation time to compare. Pick legacy as A to check that the fix is at most 50% slower.")
+    st.info(f"No duration for {', '.join(md(m) for m in missing)}: recorded verdicts come from the run file, "
+            "so there is no evaluation time to compare. Pick legacy as A to check that the fix is at most 50% slower.")
 elif timing["within_limit"]:
     st.success(f"B took {timing['ratio']:.2f}× the time of A — within the limit (at most 50% slower).")
 else:

@@ -1,6 +1,7 @@
 """Compare runs (SPEC §8.3): two runs of the same golden set under one rule set — what changed, and is it real?"""
 
 import math
+import re
 
 import pandas as pd
 import plotly.express as px
@@ -12,6 +13,18 @@ from evaluator.queries import compare as q
 PAGE_SIZE = 25
 TEMPLATE_LABELS = {"none": "no template"}
 ALPHA = 0.05
+MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
+
+
+def md(text: object) -> str:
+    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
+    return MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code(text: str) -> str:
+    """Inline code that no backtick in `text` can close early."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
 
 
 def overrides_toggle() -> bool:
@@ -36,9 +49,16 @@ def interval(ci: list[float] | None, points: bool = False) -> str:
     return f"[{ci[0]:.1%}, {ci[1]:.1%}]"
 
 
+def p_text(p: float) -> str:
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
 def page_of(kind: str, total: int) -> int:
+    """The page of this flip list to show (its pagination widget's state, kept within the pages there are)."""
     pages = max(1, math.ceil(total / PAGE_SIZE))
-    return min(int(st.session_state.get(f"{kind}_page", 1)), pages)
+    if int(st.session_state.get(f"{kind}_page", 1)) > pages:
+        st.session_state[f"{kind}_page"] = pages
+    return int(st.session_state.get(f"{kind}_page", 1))
 
 
 st.title("Compare runs")
@@ -54,8 +74,8 @@ with store() as con:
                           container=st.sidebar)
     shared = q.common_rulesets(con, run_a, run_b)
     if not shared:
-        st.info(f"{run_a} and {run_b} have no rule set in common. Evaluate both: "
-                f"`python -m evaluator recompute --run {run_b} --ruleset t3_aware`.")
+        st.info(f"{md(run_a)} and {md(run_b)} have no rule set in common. Evaluate both: "
+                f"{code(f'python -m evaluator recompute --run {run_b} --ruleset t3_aware')}.")
         st.stop()
     ruleset = select_in_url("Rule set", "ruleset", shared, default="t3_aware", container=st.sidebar)
     with_overrides = overrides_toggle()
@@ -71,33 +91,34 @@ with store() as con:
     pairing = q.pairing(rates, tests)
 
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
-st.markdown(f"**{run_a}** (A, evaluation #{ida}) → **{run_b}** (B, evaluation #{idb}) under **{ruleset}**, {verdicts}.")
+st.markdown(f"**{md(run_a)}** (A, evaluation #{ida}) → **{md(run_b)}** (B, evaluation #{idb}) under "
+            f"**{md(ruleset)}**, {verdicts}.")
 st.caption(f"Pairs = the same question_id and provider in both runs: {pairing['paired']} pairs; "
            f"{pairing['only_a']} responses only in A, {pairing['only_b']} only in B.")
 if pairing["paired"] == 0:
-    st.warning(f"{run_a} and {run_b} share no question_id + provider: they are not runs of the same golden set. "
-               "Pass rates are shown, but there are no pairs to test.")
+    st.warning(f"{md(run_a)} and {md(run_b)} share no question_id + provider: they are not runs of the same "
+               "golden set. Pass rates are shown, but there are no pairs to test.")
 
 overall = next((t for t in tests if t["provider"] == q.ALL and t["template"] == q.ALL), None)
 total = next((r for r in rates if r["provider"] == q.ALL and r["template"] == q.ALL), None)
-cols = st.columns(4)
+cols = st.columns([1.6, 1, 1, 1])
 if total is not None:
     cols[0].metric("Pass rate, all responses", f"{pct(total['rate_a'])} → {pct(total['rate_b'])}",
                    None if total["delta"] is None else f"{total['delta'] * 100:+.1f} pp", border=True)
 cols[1].metric("Regressions (pass → fail)", summary["regressions"]["count"], border=True)
 cols[2].metric("Fixes (fail → pass)", summary["fixes"]["count"], border=True)
 if overall is not None:
-    cols[3].metric("McNemar exact p (all pairs)", f"{overall['p_value']:.3g}", border=True)
+    cols[3].metric("McNemar exact p (all pairs)", p_text(overall["p_value"]), border=True)
     b, c = overall["regressions"], overall["fixes"]
     if b + c == 0:
         st.info("No pair flipped: A and B agree on every paired response.")
     elif overall["p_value"] < ALPHA:
         better = "better" if c > b else "worse"
         st.success(f"B is {better} than A beyond chance: {c} fixes vs {b} regressions among {overall['pairs']} "
-                   f"pairs (McNemar exact p = {overall['p_value']:.3g} < {ALPHA}).")
+                   f"pairs (McNemar exact p = {p_text(overall['p_value'])} < {ALPHA}).")
     else:
         st.info(f"Not significant: {c} fixes vs {b} regressions among {overall['pairs']} pairs could be chance "
-                f"(McNemar exact p = {overall['p_value']:.3g} ≥ {ALPHA}).")
+                f"(McNemar exact p = {p_text(overall['p_value'])} ≥ {ALPHA}).")
 
 st.subheader("Pass rates per template and provider")
 df = pd.DataFrame(rates)
@@ -140,8 +161,10 @@ tests_df["template"] = tests_df["template"].replace(TEMPLATE_LABELS)
 st.dataframe(tests_df, hide_index=True, column_config={
     "regressions": st.column_config.NumberColumn("regressions (b)"),
     "fixes": st.column_config.NumberColumn("fixes (c)"),
-    "regressions_same_answer": st.column_config.NumberColumn("… same answer"),
-    "fixes_same_answer": st.column_config.NumberColumn("… same answer"),
+    "both_pass": st.column_config.NumberColumn("both pass"),
+    "both_fail": st.column_config.NumberColumn("both fail"),
+    "regressions_same_answer": st.column_config.NumberColumn("regressions, same answer"),
+    "fixes_same_answer": st.column_config.NumberColumn("fixes, same answer"),
     "p_value": st.column_config.NumberColumn("McNemar p", format="%.4f"),
 })
 

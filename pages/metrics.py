@@ -1,11 +1,26 @@
 """Metrics (SPEC §6, §8.6): TRUST-SCORE F1GR and F1AC per run x provider, components, refusal confusion matrix."""
 
+import re
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
 from dashboard.common import select_in_url, sidebar_run_picker, store
 from evaluator.queries import metrics as q
+
+MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
+
+
+def md(text: object) -> str:
+    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
+    return MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code(text: str) -> str:
+    """Inline code that no backtick in `text` can close early."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
 
 
 def overrides_toggle() -> bool:
@@ -35,7 +50,7 @@ with store() as con:
 can_compute = q.compute_available()
 
 overrides_text = "with reviewers' refusal overrides" if with_overrides else "judge decisions only"
-st.markdown(f"Judge **{judge}**, {overrides_text}.")
+st.markdown(f"Judge **{md(judge)}**, {overrides_text}.")
 
 if everything:
     st.subheader("All runs")
@@ -52,10 +67,10 @@ if everything:
     st.dataframe(table, hide_index=True, column_config={
         "F1GR": st.column_config.NumberColumn(format="%.4f"), "F1AC": st.column_config.NumberColumn(format="%.4f")})
 
-st.subheader(f"{run}")
+st.subheader(md(run))
 if not mine:
-    st.info(f"No TRUST-SCORE stored for run **{run}** (judge {judge}, {overrides_text}). Compute it with:\n\n"
-            f"`python -m evaluator metrics --run {run}`")
+    st.info(f"No TRUST-SCORE stored for run **{md(run)}** (judge {md(judge)}, {overrides_text}). Compute it "
+            f"with:\n\n{code(f'python -m evaluator metrics --run {run}')}")
     if can_compute and st.button("Compute now (heuristic judge)", key="compute_metrics", type="primary"):
         with st.spinner(f"Computing TRUST-SCORE for {run}…"):
             try:
@@ -73,7 +88,7 @@ if not mine:
 columns = st.columns(len(mine))
 for column, r in zip(columns, mine, strict=True):
     with column:
-        st.markdown(f"**{r['provider']}**")
+        st.markdown(f"**{md(r['provider'])}**")
         left, right = st.columns(2)
         left.metric("F1GR", "—" if r["f1gr"] is None else f"{r['f1gr']:.4f}", border=True)
         right.metric("F1AC", "—" if r["f1ac"] is None else f"{r['f1ac']:.4f}", border=True)
@@ -104,16 +119,20 @@ else:
         grid = [[m["refused_answerable"], m["refused_unanswerable"]],
                 [m["answered_answerable"], m["answered_unanswerable"]]]
         fig = px.imshow(grid, x=["answerable", "unanswerable"], y=["refused", "answered"], text_auto=True,
-                        color_continuous_scale="Blues", aspect="auto", title=m["provider"])
+                        color_continuous_scale="Blues", aspect="auto", title=m["provider"],
+                        labels={"x": "the question is", "y": "the response", "color": "responses"})
         fig.update_layout(height=260, margin={"t": 40, "b": 10, "l": 10, "r": 10}, coloraxis_showscale=False)
         fig.update_traces(textfont_size=18)
         column.plotly_chart(fig, key=f"confusion_{m['provider']}")
-    st.dataframe(pd.DataFrame(matrices).drop(columns=["run"]), hide_index=True, column_config={
-        "refused_unanswerable": st.column_config.NumberColumn("refused ∩ unanswerable ✓"),
-        "refused_answerable": st.column_config.NumberColumn("refused ∩ answerable ✗"),
-        "answered_answerable": st.column_config.NumberColumn("answered ∩ answerable ✓"),
-        "answered_unanswerable": st.column_config.NumberColumn("answered ∩ unanswerable ✗"),
-        "reviewer_decisions": st.column_config.NumberColumn("decided by a reviewer"),
+    st.dataframe(pd.DataFrame(matrices), hide_index=True, column_order=[
+        "provider", "refused_unanswerable", "answered_answerable", "refused_answerable", "answered_unanswerable",
+        "reviewer_decisions", "source",
+    ], column_config={
+        "refused_unanswerable": st.column_config.NumberColumn("refused, unanswerable ✓"),
+        "answered_answerable": st.column_config.NumberColumn("answered, answerable ✓"),
+        "refused_answerable": st.column_config.NumberColumn("refused, answerable ✗"),
+        "answered_unanswerable": st.column_config.NumberColumn("answered, unanswerable ✗"),
+        "reviewer_decisions": st.column_config.NumberColumn("by a reviewer"),
         "source": st.column_config.TextColumn("counted from"),
     })
     st.caption("✓ = the right call (refuse what cannot be answered, answer what can); ✗ = a wrong refusal or a "

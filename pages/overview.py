@@ -1,5 +1,7 @@
 """Overview (SPEC §8.1): runs in the store, pass rates per run x provider x template, check verdicts, flags."""
 
+import re
+
 import pandas as pd
 import plotly.express as px
 import streamlit as st
@@ -9,7 +11,18 @@ from evaluator.queries import overview as q
 
 VERDICT_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "N/A": "#9e9e9e"}
 TEMPLATE_LABELS = {"none": "no template"}
-PERCENT = st.column_config.NumberColumn(format="percent")
+MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
+
+
+def md(text: object) -> str:
+    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
+    return MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code(text: str) -> str:
+    """Inline code that no backtick in `text` can close early."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
 
 
 def overrides_toggle() -> bool:
@@ -37,7 +50,7 @@ with store() as con:
     flag_source_info = q.evaluation_info(con, flag_source) if flag_source is not None else None
 
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
-st.caption(f"Evaluation **{ruleset}**, {verdicts}. A response passes when every check that is not N/A "
+st.caption(f"Evaluation **{md(ruleset)}**, {verdicts}. A response passes when every check that is not N/A "
            "passed. The view is in the URL: copy it to share.")
 
 st.subheader("Runs")
@@ -46,26 +59,33 @@ if ruleset is None:
     st.info("No run has been evaluated yet: `python -m evaluator recompute --run RUN --ruleset t3_aware`.")
     st.stop()
 
-st.subheader(f"Pass rates under {ruleset}")
+st.subheader(f"Pass rates under {md(ruleset)}")
 if missing:
-    st.caption(f"Not evaluated under {ruleset}: {', '.join(missing)}.")
+    st.caption(f"Not evaluated under {md(ruleset)}: {', '.join(md(m) for m in missing)}.")
 if not rates:
-    st.info(f"No run has a {ruleset} evaluation yet: `python -m evaluator recompute --run RUN --ruleset {ruleset}`.")
+    st.info(f"No run has a {md(ruleset)} evaluation yet: "
+            f"{code(f'python -m evaluator recompute --run RUN --ruleset {ruleset}')}.")
 else:
     rates_df = pd.DataFrame(rates)
     rates_df["template"] = rates_df["template"].replace(TEMPLATE_LABELS)
-    rates_df["label"] = rates_df.apply(lambda r: f"{r.pass_rate:.1%} ({r.passed}/{r.n})", axis=1)
     fig = px.bar(
         rates_df, x="run", y="pass_rate", color="provider", barmode="group", facet_col="template",
-        text="label", range_y=[0, 1.1],
+        range_y=[0, 1.1], custom_data=["passed", "n", "ci_low", "ci_high"],
         error_y=rates_df["ci_high"] - rates_df["pass_rate"], error_y_minus=rates_df["pass_rate"] - rates_df["ci_low"],
         labels={"pass_rate": "pass rate", "run": ""},
         category_orders={"template": ["T1", "T2", "T3", "no template"]},
     )
     fig.update_yaxes(tickformat=".0%")
-    fig.update_traces(textposition="inside", insidetextanchor="end")
+    fig.update_xaxes(matches=None)  # each template panel lists only the runs that have it
+    fig.update_traces(
+        texttemplate="%{y:.0%}", textposition="inside", insidetextanchor="start", textangle=0,
+        textfont_size=11, error_y_color="#555",
+        hovertemplate="%{x}: %{y:.1%} (%{customdata[0]}/%{customdata[1]}), "
+                      "95% CI %{customdata[2]:.1%}–%{customdata[3]:.1%}<extra>%{fullData.name}</extra>",
+    )
     fig.for_each_annotation(lambda a: a.update(text=a.text.replace("template=", "")))
-    fig.update_layout(height=380, margin={"t": 40, "b": 10}, legend_title_text="provider")
+    fig.update_layout(height=380, margin={"t": 40, "b": 10}, legend_title_text="provider",
+                      uniformtext_minsize=9, uniformtext_mode="hide")
     st.plotly_chart(fig, key="pass_rates_chart")
     st.caption("Bars: share of responses that pass; whiskers: 95% Wilson interval.")
     st.dataframe(
@@ -76,9 +96,10 @@ else:
                        "ci_high": st.column_config.NumberColumn("95% CI high", format="percent")},
     )
 
-st.subheader(f"Checks of {run}")
+st.subheader(f"Checks of {md(run)}")
 if evaluation is None:
-    st.info(f"Run {run} has no {ruleset} evaluation: `python -m evaluator recompute --run {run} --ruleset {ruleset}`.")
+    st.info(f"Run {md(run)} has no {md(ruleset)} evaluation: "
+            f"{code(f'python -m evaluator recompute --run {run} --ruleset {ruleset}')}.")
 else:
     checks_df = pd.DataFrame(checks)
     long = (checks_df.melt(id_vars=["provider", "template", "check"], value_vars=["pass", "fail", "na"],
@@ -96,14 +117,14 @@ else:
     checks_df["template"] = checks_df["template"].replace(TEMPLATE_LABELS)
     st.dataframe(checks_df.rename(columns={"pass": "PASS", "fail": "FAIL", "na": "N/A"}), hide_index=True)
 
-    st.subheader(f"Flags of {run}")
+    st.subheader(f"Flags of {md(run)}")
     if flag_source_info is not None and flag_source != evaluation["evaluation_id"]:
-        st.caption(f"Recorded verdicts carry no flags; these come from the run's {flag_source_info['ruleset']} "
+        st.caption(f"Recorded verdicts carry no flags; these come from the run's {md(flag_source_info['ruleset'])} "
                    f"evaluation #{flag_source}.")
     if not flags:
         st.info("No flags raised." if flag_source is not None else
-                f"No computed evaluation of {run} yet, so no flags: `python -m evaluator recompute --run {run} "
-                "--ruleset t3_aware`.")
+                f"No computed evaluation of {md(run)} yet, so no flags: "
+                f"{code(f'python -m evaluator recompute --run {run} --ruleset t3_aware')}.")
     else:
         flags_df = pd.DataFrame(flags)
         fig = px.bar(flags_df, x="flag", y="count", color="provider", barmode="group", text="count")

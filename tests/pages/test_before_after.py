@@ -49,6 +49,7 @@ def test_recorded_to_t3_aware_reads_t3_from_one_in_eight_to_all(open_page):
     for template in ("T1", "T2"):
         before, after = metric(at, f"{template} pass rate").value.split(" → ")
         assert before == after
+        assert metric(at, f"{template} pass rate").delta == "no change"
 
 
 def test_per_provider_table_side_by_side(open_page):

@@ -75,7 +75,8 @@ def test_mcnemar_on_the_paired_flips(open_page, expected):
     assert b + c > 0  # the prompt change flipped something
     assert metric(at, "Regressions (pass → fail)") == str(b)
     assert metric(at, "Fixes (fail → pass)") == str(c)
-    assert metric(at, "McNemar exact p (all pairs)") == f"{exact_p(b, c):.3g}"
+    p = exact_p(b, c)
+    assert metric(at, "McNemar exact p (all pairs)") == (f"{p:.3f}" if p >= 0.001 else f"{p:.1e}")
     tests = frame_with(at, "pairs", "regressions", "fixes", "p_value")
     overall = tests[(tests["provider"] == "(all)") & (tests["template"] == "(all)")].iloc[0]
     assert (overall["pairs"], overall["regressions"], overall["fixes"]) == (len(expected["pairs"]), b, c)

@@ -140,3 +140,19 @@ def test_a_store_without_evaluations_says_how_to_get_one(tmp_path, cli, open_pag
     cli("ingest", str(run), db=db, check=True)
     at = open_page(db)
     assert any("recompute" in info.value for info in at.info)
+
+
+def test_names_from_run_files_are_shown_literally_not_as_markdown(open_page, sample_store, cli, tmp_path):
+    name = "[click me](https://evil.example)"
+    run = tmp_path / "odd.jsonl"
+    run.write_text('{"question_id": "q1", "question": "Q?", "provider": "![x](https://evil.example/t.png)", '
+                   '"answer": "A"}\n')
+    cli("ingest", str(run), "--name", name, "--profile", "clearpath", db=sample_store, check=True)
+    cli("recompute", "--run", name, "--ruleset", "t3_aware", db=sample_store, check=True)
+    at = open_page(run=name)
+    assert at.query_params["run"] == name
+    texts = [s.value for s in at.subheader] + [c.value for c in at.caption] + [i.value for i in at.info]
+    assert r"Checks of \[click me\]\(https://evil.example\)" in texts
+    assert not any("](https://evil" in text for text in texts)
+    rates = frame_with(at, "run", "provider", "pass_rate")
+    assert name in set(rates["run"])  # the data itself is shown as is, in the table

@@ -1,0 +1,136 @@
+"""Server-side run time of every dashboard page on a store (run in its own process by bench.run).
+
+Each scenario runs the real app (app.py + st.navigation) through Streamlit's AppTest, as the
+page tests do: once cold (imports, empty caches), once warm (modules imported, st caches
+cleared: what a user opening the page pays), and once more in the same session (a rerun,
+as after clicking a widget). While the warm run executes, every public function of the
+page's query modules (evaluator/queries/*.py) is timed, so the table can tell SQL time from
+rendering time. Prints one JSON object.
+
+    python -m bench.pages --db STORE --run RUN [--against RUN_B]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import inspect
+import os
+import pkgutil
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+QUERY_TIME: dict[str, float] = defaultdict(float)
+_DEPTH = [0]
+
+
+def _timed(name: str, fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _DEPTH[0] += 1
+        started = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _DEPTH[0] -= 1
+            if _DEPTH[0] == 0:  # count the outermost query call only
+                QUERY_TIME[name] += time.perf_counter() - started
+
+    return wrapper
+
+
+def instrument_queries() -> None:
+    """Wrap the public functions of evaluator.queries.* (before any page imports them)."""
+    import evaluator.queries as package
+
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"evaluator.queries.{info.name}")
+        for attr, value in list(vars(module).items()):
+            if attr.startswith("_") or not inspect.isfunction(value) or \
+                    not value.__module__.startswith("evaluator.queries"):
+                continue
+            setattr(module, attr, _timed(f"{info.name}.{attr}", value))
+
+
+def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, dict[str, str]]]:
+    import duckdb
+
+    with duckdb.connect(db, read_only=True) as con:
+        run_id, mid = con.execute(
+            """SELECT r.run_id, (SELECT quantile_disc(response_id, 0.5) FROM responses x WHERE x.run_id = r.run_id)
+               FROM runs r WHERE r.name = ?""",
+            [run],
+        ).fetchall()[0]
+        evaluation = con.execute(
+            "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ? AND ruleset = 't3_aware'", [run_id]
+        ).fetchall()[0][0]
+    base = {"run": run}
+    compare = {**base, "against": against} if against else base
+    return [
+        ("Overview", "pages/overview.py", base),
+        ("Before/after", "pages/before_after.py", base),
+        ("Compare runs", "pages/compare_runs.py", compare),
+        ("Metrics", "pages/metrics.py", base),
+        ("Triage", "pages/triage.py", base),
+        ("Triage: flag + text search", "pages/triage.py",
+         {**base, "flag": "potential_hallucination", "q": "annotated edition"}),
+        ("Triage: page 400", "pages/triage.py", {**base, "page": "400"}),
+        ("Review: response picker", "pages/review.py", base),
+        ("Review: one response", "pages/review.py",
+         {**base, "response": str(mid), "evaluation": str(evaluation)}),
+    ]
+
+
+def run_page(page: str, query: dict[str, str]) -> tuple[Any, float]:
+    from streamlit.testing.v1 import AppTest
+
+    app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
+    app.switch_page(page)
+    app.query_params.update(query)
+    started = time.perf_counter()
+    app.run()
+    return app, time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True)
+    parser.add_argument("--run", required=True)
+    parser.add_argument("--against")
+    args = parser.parse_args(argv)
+    os.environ["EVALUATOR_DB"] = str(Path(args.db).resolve())
+    os.chdir(ROOT)
+    sys.path.insert(0, str(ROOT))
+    instrument_queries()
+    import streamlit as st
+
+    out = []
+    for label, page, query in scenarios(args.db, args.run, args.against):
+        _, cold = run_page(page, query)
+        st.cache_data.clear()
+        st.cache_resource.clear()
+        QUERY_TIME.clear()
+        app, warm = run_page(page, query)
+        queries = dict(sorted(QUERY_TIME.items(), key=lambda kv: -kv[1]))
+        started = time.perf_counter()
+        app.run()
+        rerun = time.perf_counter() - started
+        errors = [str(e.value)[:300] for e in app.exception]
+        out.append({"scenario": label, "page": page, "query": query, "cold_s": round(cold, 3),
+                    "server_s": round(warm, 3), "rerun_s": round(rerun, 3),
+                    "query_s": round(sum(queries.values()), 3),
+                    "top_queries": {k: round(v, 3) for k, v in list(queries.items())[:4]}, "errors": errors})
+        print(f"  {label}: {warm:.2f} s (queries {sum(queries.values()):.2f} s)", file=sys.stderr, flush=True)
+    sys.stdout.write(orjson.dumps(out).decode() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
