@@ -40,7 +40,7 @@ run: samples
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
 
 lint: install-test
-	$(VENV)/bin/ruff check evaluator dashboard pages tests bench app.py tools
+	$(VENV)/bin/ruff check evaluator dashboard views tests bench app.py tools
 
 typecheck: install-test
 	$(VENV)/bin/mypy evaluator

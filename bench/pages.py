@@ -74,16 +74,16 @@ def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, di
     base = {"run": run}
     compare = {**base, "against": against} if against else base
     return [
-        ("Overview", "pages/overview.py", base),
-        ("Before/after", "pages/before_after.py", base),
-        ("Compare runs", "pages/compare_runs.py", compare),
-        ("Metrics", "pages/metrics.py", base),
-        ("Triage", "pages/triage.py", base),
-        ("Triage: flag + text search", "pages/triage.py",
+        ("Overview", "views/overview.py", base),
+        ("Before/after", "views/before_after.py", base),
+        ("Compare runs", "views/compare_runs.py", compare),
+        ("Metrics", "views/metrics.py", base),
+        ("Triage", "views/triage.py", base),
+        ("Triage: flag + text search", "views/triage.py",
          {**base, "flag": "potential_hallucination", "q": "annotated edition"}),
-        ("Triage: page 400", "pages/triage.py", {**base, "page": "400"}),
-        ("Review: response picker", "pages/review.py", base),
-        ("Review: one response", "pages/review.py",
+        ("Triage: page 400", "views/triage.py", {**base, "page": "400"}),
+        ("Review: response picker", "views/review.py", base),
+        ("Review: one response", "views/review.py",
          {**base, "response": str(mid), "evaluation": str(evaluation)}),
     ]
 

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 
 def test_dashboard_lists_the_runs_and_picks_up_a_new_one(streamlit_server, page, sample_store, cli, tmp_path):
-    page.goto(f"{streamlit_server}/overview")
+    page.goto(f"{streamlit_server}/")
     expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=30_000)
     grid = page.locator('[data-testid="stDataFrame"]').first
     expect(grid).to_be_visible(timeout=30_000)

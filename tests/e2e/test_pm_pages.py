@@ -5,7 +5,7 @@ from __future__ import annotations
 from playwright.sync_api import expect
 
 PM_PAGES = {
-    "overview": "Overview",
+    "": "Overview",  # the default page, served at /
     "before_after": "Before/after",
     "compare": "Compare runs",
     "metrics": "Metrics",

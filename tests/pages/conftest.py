@@ -15,7 +15,7 @@ HOSTILE_RUN = ROOT / "tests" / "fixtures" / "hostile_run.jsonl"
 
 @pytest.fixture
 def make_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
-    """make_app(db, "pages/triage.py", run="clearpath", ...) -> an AppTest that has run once.
+    """make_app(db, "views/triage.py", run="clearpath", ...) -> an AppTest that has run once.
 
     Keyword arguments are URL query parameters, except `state` (session state to seed, e.g.
     the reviewer's name) and `user` (what st.user returns)."""

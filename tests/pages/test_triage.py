@@ -8,7 +8,7 @@ from evaluator.overrides import add_override
 from evaluator.review_config import ReviewConfig
 from evaluator.store import connect
 
-PAGE = "pages/triage.py"
+PAGE = "views/triage.py"
 
 
 def answers(app) -> list[str]:

@@ -68,7 +68,7 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict) -> None:
         head, link = st.columns([6, 1], vertical_alignment="center")
         head.markdown(f"**{inline(row['question_id'])}** · {inline(row['provider'])}{model}{template} · "
                       f"{reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}")
-        link.page_link("pages/review.py", label="Review", icon=":material/rate_review:",
+        link.page_link("views/review.py", label="Review", icon=":material/rate_review:",
                        query_params={"response": str(response_id), "evaluation": str(evaluation_id)})
         left, right = st.columns([3, 2], gap="medium")
         with left:

@@ -144,7 +144,7 @@ with store() as con:
     targets = targets_for(con, response_id)
     shown = q.display_rules(con, evaluation_id)
 
-st.page_link("pages/triage.py", label="Back to Triage", icon=":material/arrow_back:",
+st.page_link("views/triage.py", label="Back to Triage", icon=":material/arrow_back:",
              query_params={"run": resp["run"], "evaluation": str(evaluation_id)})
 st.markdown(f"#### {highlight.inline(resp['question_id'])} · {highlight.inline(resp['provider'])}"
             f"{' · ' + highlight.inline(resp['model']) if resp['model'] else ''}")
