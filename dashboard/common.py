@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
@@ -64,3 +65,28 @@ def sidebar_run_picker(con: duckdb.DuckDBPyConnection, *, key: str = "run", labe
                 "or the samples with `make run`.")
         return None
     return select_in_url(label, key, names, container=st.sidebar)
+
+
+TEMPLATE_LABELS = {"none": "no template"}
+MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
+OVERRIDES_HELP = "Effective verdict = a reviewer's latest override, else the computed one."
+
+
+def md(text: object) -> str:
+    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
+    return MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def code(text: str) -> str:
+    """Inline code that no backtick in `text` can close early."""
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    return f"{fence} {text} {fence}"
+
+
+def overrides_toggle(help_text: str = OVERRIDES_HELP) -> bool:
+    """With/without reviewers' overrides, kept in the URL (?overrides=1) so the view can be shared."""
+    in_url = st.query_params.get("overrides") == "1"
+    on = st.sidebar.toggle("Apply reviewer overrides", value=in_url, key="url_overrides", help=help_text)
+    if on != in_url:
+        st.query_params["overrides"] = "1" if on else "0"
+    return on

@@ -1,37 +1,12 @@
 """Metrics (SPEC §6, §8.6): TRUST-SCORE F1GR and F1AC per run x provider, components, refusal confusion matrix."""
 
-import re
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from dashboard.common import select_in_url, sidebar_run_picker, store
+from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
 from evaluator.queries import metrics as q
-
-MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
-
-
-def md(text: object) -> str:
-    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
-    return MD_SPECIAL.sub(r"\\\1", str(text))
-
-
-def code(text: str) -> str:
-    """Inline code that no backtick in `text` can close early."""
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    return f"{fence} {text} {fence}"
-
-
-def overrides_toggle() -> bool:
-    """With/without reviewers' refusal overrides, kept in the URL (?overrides=1) so the view can be shared."""
-    in_url = st.query_params.get("overrides") == "1"
-    on = st.sidebar.toggle("Apply reviewer overrides", value=in_url, key="url_overrides",
-                           help="Results computed with reviewers' decisions on 'refused' winning over the judge.")
-    if on != in_url:
-        st.query_params["overrides"] = "1" if on else "0"
-    return on
-
 
 st.title("Metrics")
 st.caption("TRUST-SCORE (Song et al., ICLR 2025), computed once per run and provider. **F1GR** (grounded refusal) = "
@@ -43,7 +18,7 @@ with store() as con:
     if run is None:
         st.stop()
     judge = select_in_url("Refusal judge", "judge", q.judges(con), default=q.DEFAULT_JUDGE, container=st.sidebar)
-    with_overrides = overrides_toggle()
+    with_overrides = overrides_toggle("Results computed with reviewers' decisions on 'refused' winning over the judge.")
     everything = q.results(con, judge=judge, with_overrides=with_overrides)
     mine = [r for r in everything if r["run"] == run]
     matrices = q.confusion(con, mine)

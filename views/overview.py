@@ -1,38 +1,14 @@
 """Overview (SPEC §8.1): runs in the store, pass rates per run x provider x template, check verdicts, flags."""
 
-import re
 
 import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from dashboard.common import select_in_url, sidebar_run_picker, store
+from dashboard.common import TEMPLATE_LABELS, code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
 from evaluator.queries import overview as q
 
 VERDICT_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "N/A": "#9e9e9e"}
-TEMPLATE_LABELS = {"none": "no template"}
-MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
-
-
-def md(text: object) -> str:
-    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
-    return MD_SPECIAL.sub(r"\\\1", str(text))
-
-
-def code(text: str) -> str:
-    """Inline code that no backtick in `text` can close early."""
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    return f"{fence} {text} {fence}"
-
-
-def overrides_toggle() -> bool:
-    """With/without reviewers' overrides, kept in the URL (?overrides=1) so the view can be shared."""
-    in_url = st.query_params.get("overrides") == "1"
-    on = st.sidebar.toggle("Apply reviewer overrides", value=in_url, key="url_overrides",
-                           help="Effective verdict = a reviewer's latest override, else the computed one.")
-    if on != in_url:
-        st.query_params["overrides"] = "1" if on else "0"
-    return on
 
 
 st.title("Overview")
