@@ -73,8 +73,12 @@ OVERRIDES_HELP = "Effective verdict = a reviewer's latest override, else the com
 
 
 def md(text: object) -> str:
-    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally."""
-    return MD_SPECIAL.sub(r"\\\1", str(text))
+    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally.
+
+    A word joiner (invisible) before ':', '@' and '.' keeps Markdown from autolinking URLs and
+    e-mail addresses."""
+    escaped = MD_SPECIAL.sub(r"\\\1", str(text))
+    return escaped.replace(":", "\u2060:").replace("@", "\u2060@").replace(".", "\u2060.")
 
 
 def code(text: str) -> str:

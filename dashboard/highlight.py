@@ -33,9 +33,12 @@ PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
 
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
-_MARKDOWN = "\\`*_{}[]()|~$:@"  # inline Markdown, math, Streamlit directives/emoji, autolinks
-_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN}, "\r": "", "\n": "<br>",
-                        "\x00": "\ufffd"})
+_MARKDOWN = "\\`*_{}[]()|~$"  # inline Markdown, math, Streamlit directives/emoji
+# Entities are decoded before Markdown turns URLs and e-mail addresses into links, so a <wbr>
+# (no visible change, nothing added to copied text) splits "https://", "www." and "a@b".
+_AUTOLINK = {":": "<wbr>&#58;", "@": "<wbr>&#64;", ".": "<wbr>&#46;"}
+_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN}, **_AUTOLINK, "\r": "",
+                        "\n": "<br>", "\x00": "\ufffd"})
 
 BOX_STYLE = ("white-space:pre-wrap;overflow-wrap:anywhere;line-height:1.65;padding:0.6rem 0.9rem;"
              "border:1px solid rgba(128,128,128,0.35);border-radius:0.5rem;margin-bottom:0.5rem")

@@ -83,9 +83,10 @@ def _like(text: str) -> str:
 
 def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> tuple[str, list[Any]]:
     """FROM/WHERE of the filtered responses, with its parameters in order."""
-    params: list[Any] = response_results_params(filters.evaluation_id, True)
+    cte_params: list[Any] = response_results_params(filters.evaluation_id, True)
     ctes = f"WITH {response_results_cte(True)}"
     where: list[str] = []
+    params: list[Any] = []  # the WHERE clause's, after all of the CTEs' in the SQL text
     if filters.provider:
         where.append("r.provider = ?")
         params.append(filters.provider)
@@ -97,7 +98,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> tuple[str,
         params.append(filters.verdict)
     elif filters.verdict:
         ctes += f", checks_eff AS (WITH {check_results_cte(True)} SELECT * FROM eff_checks)"
-        params.append(filters.evaluation_id)  # the CTE's parameter comes right after eff's, in text order
+        cte_params.append(filters.evaluation_id)
         where.append("r.response_id IN (SELECT response_id FROM checks_eff WHERE check_name = ? AND verdict = ?)")
         params += [filters.check, filters.verdict]
     if filters.flag:
@@ -122,7 +123,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> tuple[str,
         JOIN responses r ON r.response_id = eff.response_id
         JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
         {"WHERE " + " AND ".join(where) if where else ""}"""
-    return sql, params
+    return sql, cte_params + params
 
 
 def count(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> int:

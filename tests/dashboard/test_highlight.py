@@ -155,4 +155,11 @@ def test_any_text_and_spans_render_the_text_exactly_and_no_tag_of_its_own(text, 
     out = highlight(text, spans)
     assert visible_text(out) == text.replace("\r", "").replace("\x00", "\ufffd")
     tags = set(re.findall(r"</?([a-zA-Z]+)", out))
-    assert tags <= {"div", "mark", "br"}
+    assert tags <= {"div", "mark", "br", "wbr"}
+
+
+def test_urls_and_email_addresses_cannot_be_autolinked_by_markdown():
+    out = highlight("see https://evil.example/login, www.evil.example or phish@evil.example", [])
+    for linkable in ("https:", "://", "www.", "@evil", "evil.example"):
+        assert linkable not in html.unescape(out.replace("<wbr>", "|")), linkable
+    assert visible_text(out) == "see https://evil.example/login, www.evil.example or phish@evil.example"

@@ -47,5 +47,7 @@ def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run
     expect(page.locator("img[src='x']")).to_have_count(0)  # no injected image exists to fire onerror
     expect(page.locator("script", has_text="pwned")).to_have_count(0)
     expect(page.locator("a[href^='javascript']")).to_have_count(0)
+    expect(page.get_by_text("https://evil.example/login").first).to_be_visible()
+    expect(page.locator("a[href*='evil.example']")).to_have_count(0)  # no autolinked URL or e-mail
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert dialogs == []

@@ -125,7 +125,8 @@ def test_a_logged_in_user_reviews_under_their_login(make_app, sample_store, quer
     rid = response_id(query, sample_store, "ramayana", "q34", "openai")
     app = make_app(sample_store, PAGE, response=rid, user={"is_logged_in": True, "email": "carol@example.com"})
     assert not app.text_input  # no name to type
-    assert any(html.unescape(m.value) == "Reviewing as **carol@example.com**" for m in app.markdown)
+    assert any(html.unescape(m.value.replace("<wbr>", "")) == "Reviewing as **carol@example.com**"
+               for m in app.markdown)
     app.text_area(key="override_reason").input("fine")
     save_button(app).click().run()
     assert overrides(query, sample_store)[0][6] == "carol@example.com"
@@ -182,8 +183,8 @@ def test_untrusted_text_is_rendered_escaped(make_app, hostile_store, query, rend
     assert not any("<script" in t.lower() or "<img" in t.lower() for t in texts)
     joined = "\n".join(texts)
     for escaped in ("&lt;script&gt;alert&#40;&#39;question&#39;&#41;&lt;/script&gt;",
-                    "&lt;script&gt;window.&#95;&#95;pwned=", "&lt;img src=x onerror=",
-                    "&#91;click me&#93;&#40;javascript&#58;alert&#40;1&#41;&#41;",
+                    "&lt;script&gt;window<wbr>&#46;&#95;&#95;pwned=", "&lt;img src=x onerror=",
+                    "&#91;click me&#93;&#40;javascript<wbr>&#58;alert&#40;1&#41;&#41;",
                     "&lt;script&gt;alert&#40;&#39;comment&#39;&#41;", "kb-&lt;1&gt;",
                     "Reviewing as **&lt;img src=x onerror=alert&#40;1&#41;&gt;**"):
         assert escaped in joined, escaped

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+
 import re
 
 from evaluator.overrides import add_override
@@ -63,8 +65,8 @@ def test_filter_by_flag_shows_only_flagged_responses_with_the_banner(make_app, s
     assert flagged > 0 and match_count(app) == flagged
     banners = [m.value for m in app.markdown if "banner-unverified" in m.value]
     assert len(banners) == flagged
-    assert all("Some details in this response could not be verified against our documentation." in b
-               for b in banners)
+    assert all("Some details in this response could not be verified against our documentation."
+               in html.unescape(b.replace("<wbr>", "")) for b in banners)
 
 
 def test_no_context_responses_show_the_yellow_banner(make_app, sample_store, query):
@@ -88,6 +90,13 @@ def test_filter_by_check_and_verdict(make_app, sample_store, query):
     expected = query(sample_store, "SELECT count(*) FROM check_results WHERE evaluation_id = ? "
                                    "AND check_name = 'cites_shlokas' AND verdict = 'FAIL'", [legacy])[0][0]
     assert expected > 0 and match_count(app) == expected
+
+
+def test_filter_by_check_verdict_together_with_provider_and_template(make_app, sample_store, query):
+    legacy = evaluation_id(query, sample_store, "ramayana", "legacy")
+    app = make_app(sample_store, PAGE, run="ramayana", evaluation=legacy, provider="openai", template="T3",
+                   check="cites_shlokas", verdict="FAIL")
+    assert match_count(app) == 8  # legacy fails every T3 refusal on cites_shlokas
 
 
 def test_filter_by_provider_and_template(make_app, sample_store, query):
@@ -173,9 +182,9 @@ def test_untrusted_text_is_rendered_escaped(make_app, hostile_store, rendered):
     assert not any("<script" in t.lower() or "<img" in t.lower() for t in texts)
     joined = "\n".join(texts)
     for escaped in ("&lt;script&gt;alert&#40;&#39;question&#39;&#41;&lt;/script&gt;",  # question
-                    "&lt;script&gt;window.&#95;&#95;pwned=",                                  # answer
+                    "&lt;script&gt;window<wbr>&#46;&#95;&#95;pwned=",                                  # answer
                     "&lt;img src=x onerror=",                                          # answer and chunk
-                    "&#91;click me&#93;&#40;javascript&#58;alert&#40;1&#41;&#41;",     # markdown link
+                    "&#91;click me&#93;&#40;javascript<wbr>&#58;alert&#40;1&#41;&#41;",     # markdown link
                     "&#42;&#42;bold&#42;&#42;", "&#36;x^2&#36;",                          # bold, math
                     "&lt;script&gt;alert&#40;&#39;comment&#39;&#41;",                   # comment
                     "kb-&lt;1&gt;", "&lt;b&gt;gpt&lt;/b&gt;"):                           # chunk id, model
