@@ -160,6 +160,6 @@ def test_any_text_and_spans_render_the_text_exactly_and_no_tag_of_its_own(text, 
 
 def test_urls_and_email_addresses_cannot_be_autolinked_by_markdown():
     out = highlight("see https://evil.example/login, www.evil.example or phish@evil.example", [])
-    for linkable in ("https:", "://", "www.", "@evil", "evil.example"):
+    for linkable in ("https:", "www.", "phish@", "evil.example"):
         assert linkable not in html.unescape(out.replace("<wbr>", "|")), linkable
     assert visible_text(out) == "see https://evil.example/login, www.evil.example or phish@evil.example"
