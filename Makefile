@@ -3,11 +3,14 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 8501
+# Reviewers' names are typed, not authenticated: serve on this machine only unless told otherwise.
+ADDRESS ?= 127.0.0.1
 export EVALUATOR_DB ?= data/evaluator.duckdb
 
 .PHONY: run test install install-test browser lint typecheck samples bench clean
 
 $(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (PYTHON=python3.11 make ...)")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
@@ -26,10 +29,11 @@ install-test: $(VENV)/.installed-test
 browser: install-test
 	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then \
 		echo "chromium: $$(command -v chromium || command -v chromium-browser)"; \
-	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1 && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; then \
+		echo "chromium: installed from Debian's package"; \
 	else \
-		$(PY) -m playwright install chromium; \
+		$(PY) -m playwright install --with-deps chromium || $(PY) -m playwright install chromium; \
 	fi
 
 # Load the sample runs of data/ into the store when it has none, and evaluate them.
@@ -37,7 +41,8 @@ samples: install
 	$(PY) -m evaluator load-samples
 
 run: samples
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.headless true
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true \
+		--browser.gatherUsageStats false
 
 lint: install-test
 	$(VENV)/bin/ruff check evaluator dashboard views tests bench app.py tools

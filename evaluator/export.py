@@ -94,6 +94,37 @@ def _span(span: Any) -> dict[str, Any]:
     return {"start": span.start, "end": span.end, "text": span.text, "kind": span.kind}
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _csv_safe(table: pa.Table) -> pa.Table:
+    """Spreadsheets run a cell that starts with = + - @ as a formula; untrusted text must not
+    (OWASP CSV injection): such cells get a leading apostrophe."""
+    columns = []
+    for column in table.columns:
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            values = [f"'{v}" if isinstance(v, str) and v.startswith(FORMULA_START) else v for v in column.to_pylist()]
+            column = pa.array(values, type=column.type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=table.column_names)
+
+
+def write_table(table: pa.Table, path: Path, fmt: str) -> None:
+    """Write a table as JSONL, CSV (formula-safe) or Parquet."""
+    if fmt == "jsonl":
+        with path.open("wb") as out:
+            for row in table.to_pylist():
+                out.write(orjson.dumps(row, default=str) + b"\n")
+    elif fmt == "csv":
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(_csv_safe(table), path)
+    else:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, path)
+
+
 def write_export(rows: Iterator[dict[str, Any]], path: Path, fmt: str) -> int:
     count = 0
     if fmt == "jsonl":
@@ -107,13 +138,5 @@ def write_export(rows: Iterator[dict[str, Any]], path: Path, fmt: str) -> int:
     for row in rows:
         table_rows.append({k: (orjson.dumps(v).decode() if k in nested else v) for k, v in row.items()})
         count += 1
-    table = pa.Table.from_pylist(table_rows)
-    if fmt == "csv":
-        import pyarrow.csv as pacsv
-
-        pacsv.write_csv(table, path)
-    else:
-        import pyarrow.parquet as pq
-
-        pq.write_table(table, path)
+    write_table(pa.Table.from_pylist(table_rows), path, fmt)
     return count

@@ -94,18 +94,20 @@ def prepare_run(
     return PreparedRun(path, fmt, name or path.stem, profile, hashlib.sha256(data).hexdigest(), columns)
 
 
-def store_run(con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool = False) -> IngestResult:
+def store_run(
+    con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
+) -> IngestResult:
     """Store a prepared run in one transaction. Raises DuplicateRunError; writes nothing then."""
     with atomic(con):
         replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
-        run_id = next_id(con, "runs", "run_id")
+        run_id = next_id(con, "run_ids")
         con.execute(
             "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
             [run_id, run.name, str(run.path), run.fmt, run.content_hash, run.profile, run.n_responses],
         )
         _load(con, run_id, run.columns)
         if replaced_run_id is not None:
-            _move_overrides(con, replaced_run_id, run_id)
+            _move_overrides(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
             delete_run(con, replaced_run_id)
     return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
@@ -118,11 +120,12 @@ def ingest_file(
     fmt: str | None = None,
     profile: str | None = None,
     replace: bool = False,
+    drop_overrides: bool = False,
     progress: bool = False,
 ) -> IngestResult:
     """Read, validate and store one run file. Raises InputError / DuplicateRunError; writes nothing then."""
     run = prepare_run(path, name=name, fmt=fmt, profile=profile, progress=progress)
-    return store_run(con, run, replace=replace)
+    return store_run(con, run, replace=replace, drop_overrides=drop_overrides)
 
 
 def _check_not_duplicate(
@@ -150,10 +153,14 @@ def _check_not_duplicate(
     return int(same_name[0])
 
 
-def _move_overrides(con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int) -> None:
-    """Overrides of a replaced run follow responses with the same question, provider and answer."""
+def _move_overrides(
+    con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int, *, drop_overrides: bool
+) -> None:
+    """Overrides of a replaced run follow responses with the same question, provider and answer;
+    the evaluation they were made against goes with the old run. Overrides of answers that
+    changed would be lost, so the replace is refused unless the caller agreed to drop them."""
     con.execute(
-        """UPDATE overrides SET response_id = moved.new_id
+        """UPDATE overrides SET response_id = moved.new_id, evaluation_id = NULL
            FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
                  FROM responses o JOIN responses n
                    ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
@@ -161,6 +168,15 @@ def _move_overrides(con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id:
            WHERE overrides.response_id = moved.old_id""",
         [old_run_id, new_run_id],
     )
+    orphaned = fetch_value(
+        con, "SELECT count(*) FROM overrides WHERE response_id IN (SELECT response_id FROM responses WHERE run_id = ?)",
+        [old_run_id],
+    )
+    if orphaned and not drop_overrides:
+        raise DuplicateRunError(
+            f"replacing the run would drop {orphaned} reviewer override(s) of answers that changed or are gone; "
+            "nothing was written (export them with `evaluator overrides`, then pass --drop-overrides)"
+        )
 
 
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
@@ -218,8 +234,8 @@ def _add_record(
     answer = record["answer"]
     if not isinstance(answer, str):
         raise InputError(where, line_no, "answer", f"expected a string, got {type_name(answer)}")
-    for key in ("question_id", "provider"):
-        if not record[key].strip():
+    for key, value in (("question_id", question_id), ("provider", provider)):
+        if not value:
             raise InputError(where, line_no, key, "must not be empty")
     pair = (question_id, provider)
     if pair in seen:
@@ -286,7 +302,8 @@ def _add_question(
 
 
 def _dumps(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
+    # default=str: metadata may hold values JSON has no type for (Parquet decimals, bytes, dates).
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
 
 
 def _required_string(where: str, line_no: int, record: Record, key: str) -> str:
@@ -295,7 +312,7 @@ def _required_string(where: str, line_no: int, record: Record, key: str) -> str:
         raise InputError(where, line_no, key, "missing required field")
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise InputError(where, line_no, key, f"expected a string, got {type_name(value)}")
-    return str(value)
+    return str(value).strip()  # " q1" and "q1" are the same question
 
 
 def _optional_string(where: str, line_no: int, record: Record, key: str) -> str | None:
@@ -416,6 +433,13 @@ def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns)
             where, line_no, "recorded_checks", f"expected an object check -> verdict, got {type_name(value)}"
         )
     for check_name, verdict in value.items():
+        if verdict is None:  # a Parquet struct holds every check; None means "not recorded here"
+            continue
+        if check_name not in CHECK_NAMES:
+            raise InputError(
+                where, line_no, f"recorded_checks.{check_name}",
+                f"unknown check; expected one of {', '.join(CHECK_NAMES)}",
+            )
         cleaned = verdict.strip().upper() if isinstance(verdict, str) else verdict
         if cleaned in ("NA", "N\\A"):
             cleaned = "N/A"
@@ -474,8 +498,8 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
 
 def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
     """Recorded verdicts become an evaluation of ruleset 'recorded', like any recomputation."""
-    evaluation_id = next_id(con, "evaluations", "evaluation_id")
-    n = len(cols.responses["row"])
+    evaluation_id = next_id(con, "evaluation_ids")
+    n = len(set(cols.recorded["row"]))  # a response without any recorded verdict was not evaluated
     con.execute(
         "INSERT INTO evaluations (evaluation_id, run_id, ruleset, created_at, n_responses) "
         "VALUES (?, ?, 'recorded', now(), ?)",
@@ -483,7 +507,8 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols:
     )
     con.register("new_recorded", pa.table(cols.recorded))
     try:
-        # Every response gets the six checks; a check the file did not record is N/A, said so.
+        # Every response with recorded verdicts gets the six checks; one the file did not record is
+        # N/A, said so. Responses with none are left out rather than counted as passing.
         con.execute(
             """INSERT INTO check_results
                WITH names AS (SELECT unnest(?::VARCHAR[]) AS check_name)
@@ -491,14 +516,8 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols:
                       CASE WHEN rec.verdict IS NULL THEN 'not recorded in the source file' ELSE ? END, '[]'
                FROM responses r CROSS JOIN names
                LEFT JOIN new_recorded rec ON rec."row" + ? = r.response_id AND rec.check_name = names.check_name
-               WHERE r.run_id = ?""",
-            [list(CHECK_NAMES), evaluation_id, RECORDED_REASON, base, run_id],
-        )
-        con.execute(
-            """INSERT INTO check_results
-               SELECT ?, rec."row" + ?, rec.check_name, rec.verdict, ?, '[]' FROM new_recorded rec
-               WHERE rec.check_name NOT IN (SELECT unnest(?::VARCHAR[]))""",
-            [evaluation_id, base, RECORDED_REASON, list(CHECK_NAMES)],
+               WHERE r.run_id = ? AND r.response_id IN (SELECT "row" + ? FROM new_recorded)""",
+            [list(CHECK_NAMES), evaluation_id, RECORDED_REASON, base, run_id, base],
         )
     finally:
         con.unregister("new_recorded")

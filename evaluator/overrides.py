@@ -110,7 +110,7 @@ def current_value(con: duckdb.DuckDBPyConnection, response_id: int, target: str,
     latest = fetch_one(
         con,
         """SELECT new_value FROM overrides WHERE response_id = ? AND target = ?
-           ORDER BY created_at DESC, override_id DESC LIMIT 1""",
+           ORDER BY override_id DESC LIMIT 1""",
         [response_id, target],
     )
     if latest is not None:
@@ -179,7 +179,7 @@ JOIN overrides o ON o.response_id = src.response_id
 WHERE src.question_id = r.question_id AND src.provider = r.provider AND src.answer_hash = r.answer_hash
   AND src.run_id < r.run_id
   AND NOT EXISTS (SELECT 1 FROM overrides mine WHERE mine.response_id = r.response_id AND mine.target = o.target)
-QUALIFY row_number() OVER (PARTITION BY o.target ORDER BY o.created_at DESC, o.override_id DESC) = 1
+QUALIFY row_number() OVER (PARTITION BY o.target ORDER BY o.override_id DESC) = 1
 """
 # Triage: does response `r` have anything to carry forward? (no window needed for existence)
 HAS_CARRIED_SQL = """EXISTS (

@@ -20,6 +20,8 @@ from evaluator.types import CHECK_NAMES
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+# `expected_answer`, `gold_answer` … describe the golden set, not a provider's answer.
+GOLDEN_PREFIXES = ("expected", "gold", "reference", "ideal", "correct", "golden")
 JSON_CELLS = ("retrieved", "gold_answers", "expected_ids", "recorded_checks")
 
 Record = dict[str, Any]
@@ -153,7 +155,10 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[int, Record]]:
         for line_no, cells in rows:
             yield line_no, _long_csv_record(path, line_no, cells)
         return
-    providers = [name[: -len("_answer")] for name in header if name.endswith("_answer") and name != "_answer"]
+    providers = [
+        name[: -len("_answer")] for name in header
+        if name.endswith("_answer") and name[: -len("_answer")] and name[: -len("_answer")] not in GOLDEN_PREFIXES
+    ]
     if not providers:
         raise InputError(
             str(path), 1, "provider",

@@ -231,7 +231,7 @@ def recompute(
     started = time.perf_counter()
     bar = _progress_bar(progress, n, run_name, ruleset)
     with atomic(con):
-        evaluation_id = next_id(con, "evaluations", "evaluation_id")
+        evaluation_id = next_id(con, "evaluation_ids")
         con.execute(
             """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
                                         n_responses, rules_text, profile, with_spans)

@@ -14,7 +14,7 @@ IS_T3_SQL = "(coalesce(r.template = 'T3', false) OR coalesce(q.expected_template
 
 
 def write_response_results(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int) -> None:
-    """Overall = every check that is not N/A passed (SPEC §4)."""
+    """Overall = every check that is not N/A passed (SPEC §4), for the responses the evaluation has checks of."""
     con.execute(
         f"""INSERT INTO response_results
             SELECT ?, r.response_id,
@@ -22,7 +22,7 @@ def write_response_results(con: duckdb.DuckDBPyConnection, evaluation_id: int, r
                    {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
             FROM responses r
             JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-            LEFT JOIN check_results c ON c.response_id = r.response_id AND c.evaluation_id = ?
+            JOIN check_results c ON c.response_id = r.response_id AND c.evaluation_id = ?
             WHERE r.run_id = ?
             GROUP BY r.response_id, r.template, q.expected_template""",
         [evaluation_id, evaluation_id, run_id],

@@ -8,7 +8,6 @@ from pathlib import Path
 import duckdb
 
 from evaluator.ingest import ingest_file
-from evaluator.store import fetch_value
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 # (file in data/, run name, profile, rule sets evaluated on load)
@@ -22,17 +21,34 @@ SAMPLES = (
 def load_samples(
     con: duckdb.DuckDBPyConnection, *, data_dir: Path = DATA_DIR, say: Callable[[str], None] = print
 ) -> list[str]:
-    """Ingest and evaluate the sample runs when the store holds no runs; return the runs loaded."""
+    """On a store without runs, ingest and evaluate every sample run; on one that is loading them
+    (an interrupted first start), finish what is missing. A store with other runs is left alone."""
+    from evaluator.metrics.runner import compute_and_store
     from evaluator.recompute import recompute
 
-    if fetch_value(con, "SELECT count(*) FROM runs"):
-        say("the store already has runs; sample runs not loaded")
+    names = {row[0] for row in con.execute("SELECT name FROM runs").fetchall()}
+    sample_names = {run_name for _, run_name, _, _ in SAMPLES}
+    if names - sample_names:
+        say("the store already has runs of its own; sample runs not loaded")
         return []
     loaded = []
     for file_name, run_name, profile, rulesets in SAMPLES:
-        result = ingest_file(con, data_dir / file_name, name=run_name, profile=profile)
-        for ruleset in rulesets:
+        if run_name not in names:
+            ingest_file(con, data_dir / file_name, name=run_name, profile=profile)
+        done = {row[0] for row in con.execute(
+            "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = ?", [run_name]
+        ).fetchall()}
+        missing = [ruleset for ruleset in rulesets if ruleset not in done]
+        for ruleset in missing:
             recompute(con, run_name, ruleset)
-        say(f"loaded {run_name}: {result.n_responses} responses, evaluated under {', '.join(rulesets)}")
-        loaded.append(run_name)
+        has_metrics = con.execute(
+            "SELECT count(*) FROM metric_results m JOIN runs r USING (run_id) WHERE r.name = ?", [run_name]
+        ).fetchall()[0][0]
+        if not has_metrics:  # the Metrics page has figures from the first start (heuristic judge)
+            compute_and_store(con, run_name, "heuristic")
+        if run_name not in names or missing:
+            say(f"loaded {run_name}: evaluated under {', '.join(rulesets)}")
+            loaded.append(run_name)
+    if not loaded:
+        say("sample runs already loaded")
     return loaded

@@ -113,10 +113,10 @@ def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[
     return applied
 
 
-def next_id(con: duckdb.DuckDBPyConnection, table: str, column: str) -> int:
-    """Next free integer id of table.column (callers hold the write transaction)."""
-    value = fetch_value(con, f"SELECT coalesce(max({quote_ident(column)}), 0) + 1 FROM {quote_ident(table)}")
-    return int(value) if isinstance(value, int) else 1
+def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
+    """The next value of a sequence: ids are never reused, so links and overrides never point
+    at something that replaced what they meant."""
+    return int(fetch_value(con, "SELECT nextval(?)", [sequence]))
 
 
 def fetch_one(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> tuple | None:

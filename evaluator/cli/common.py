@@ -44,3 +44,13 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4f}"
     return str(value)
+
+
+def load_rules_arg(path: str | None) -> Any:
+    """The rules of --rules (default: built-in); a bad file is the user's to fix, so exit 2."""
+    from evaluator.rules import load_rules
+
+    try:
+        return load_rules(path)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

@@ -13,11 +13,10 @@ from typing import Any
 
 import duckdb
 
-from evaluator.cli.common import UsageError, print_json, print_table, run_id_for
+from evaluator.cli.common import UsageError, load_rules_arg, print_json, print_table, run_id_for
 from evaluator.evaluations import RULESETS, recorded_evaluation, ruleset_evaluation
 from evaluator.queries import before_after, compare
 from evaluator.queries.overview import latest_evaluation, rulesets
-from evaluator.rules import load_rules
 from evaluator.store import connect
 
 HELP = "compare two runs under one rule set (pass-rate deltas, McNemar), or a run under two rule sets"
@@ -50,7 +49,7 @@ def resolve(con: duckdb.DuckDBPyConnection, run: str, ruleset: str, rules_path: 
         if stored is not None:
             return int(stored["evaluation_id"])
     if ruleset in RULESETS:
-        return ruleset_evaluation(con, run, ruleset, rules=load_rules(rules_path), progress=sys.stderr.isatty())
+        return ruleset_evaluation(con, run, ruleset, rules=load_rules_arg(rules_path), progress=sys.stderr.isatty())
     known = ", ".join(rulesets(con, run)) or "none"
     raise UsageError(f"run {run!r} has no evaluation under rule set {ruleset!r} (stored: {known}; "
                      f"computable: {', '.join(RULESETS)})")

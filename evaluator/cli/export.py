@@ -6,11 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from evaluator.cli.common import load_rules_arg
 from evaluator.cli.report import add_verdict_source
 from evaluator.evaluations import evaluation_for
 from evaluator.export import export_format, export_rows, write_export
 from evaluator.queries.report import flags_evaluation_id
-from evaluator.rules import load_rules
 from evaluator.store import connect
 
 HELP = "export a run's verdicts (one row per response) to .jsonl, .csv or .parquet"
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     fmt = export_format(out)
-    rules = None if args.recorded else load_rules(args.rules)
+    rules = None if args.recorded else load_rules_arg(args.rules)
     with connect(args.db) as con:
         evaluation_id = evaluation_for(con, args.run, ruleset=args.ruleset, recorded=args.recorded,
                                        rules=rules, progress=sys.stderr.isatty())

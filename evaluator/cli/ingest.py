@@ -19,6 +19,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", choices=FORMATS, help="file format (default: from the extension)")
     parser.add_argument("--profile", choices=PROFILES, help="bot profile (default: detected from templates)")
     parser.add_argument("--replace", action="store_true", help="replace an existing run of the same name")
+    parser.add_argument("--drop-overrides", action="store_true",
+                        help="with --replace: allow dropping reviewer overrides of answers that changed")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -27,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
                            progress=sys.stderr.isatty())
     with connect(args.db) as con:
         try:
-            result = store_run(con, prepared, replace=args.replace)
+            result = store_run(con, prepared, replace=args.replace, drop_overrides=args.drop_overrides)
         except DuplicateRunError as exc:
             raise UsageError(f"{args.path}: {exc}") from None
     print(result.name)

@@ -5,11 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import orjson
-import pyarrow as pa
-
 from evaluator.cli.common import run_id_for
-from evaluator.export import export_format
+from evaluator.export import export_format, write_table
 from evaluator.overrides import EXPORT_SQL
 from evaluator.store import connect
 
@@ -32,17 +29,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"{table.num_rows} overrides -> {out}")
     return 0
 
-
-def write_table(table: pa.Table, path: Path, fmt: str) -> None:
-    if fmt == "jsonl":
-        with path.open("wb") as handle:
-            for row in table.to_pylist():
-                handle.write(orjson.dumps(row) + b"\n")
-    elif fmt == "csv":
-        import pyarrow.csv as pacsv
-
-        pacsv.write_csv(table, path)
-    else:
-        import pyarrow.parquet as pq
-
-        pq.write_table(table, path)

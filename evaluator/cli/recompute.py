@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator.cli.common import print_json
+from evaluator.cli.common import load_rules_arg, print_json
 from evaluator.evaluations import RULESETS
 from evaluator.recompute import recompute
-from evaluator.rules import load_rules
 from evaluator.store import connect
 
 HELP = "recompute the six checks and three flags of a run (all providers) and store the evaluation"
@@ -28,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rules = load_rules(args.rules)
+    rules = load_rules_arg(args.rules)
     with connect(args.db) as con:
         result = recompute(con, args.run, args.ruleset, rules=rules, with_spans=args.spans,
                            workers=args.workers, progress=sys.stderr.isatty())

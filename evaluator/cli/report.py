@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator.cli.common import print_json, print_table
+from evaluator.cli.common import load_rules_arg, print_json, print_table
 from evaluator.evaluations import RULESETS, evaluation_for
 from evaluator.queries.report import report
-from evaluator.rules import load_rules
 from evaluator.store import connect
 
 HELP = "report pass rates, check verdicts and flags of a run under a rule set or its recorded verdicts"
@@ -29,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    rules = None if args.recorded else load_rules(args.rules)
+    rules = None if args.recorded else load_rules_arg(args.rules)
     with connect(args.db) as con:
         evaluation_id = evaluation_for(con, args.run, ruleset=args.ruleset, recorded=args.recorded,
                                        rules=rules, progress=sys.stderr.isatty())

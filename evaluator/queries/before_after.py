@@ -178,7 +178,7 @@ class BeforeAfter:
                                   ORDER BY target) AS reviewer
                 FROM (SELECT * FROM overrides WHERE response_id IN (SELECT response_id FROM page)
                       QUALIFY row_number() OVER (PARTITION BY response_id, target
-                                                 ORDER BY created_at DESC, override_id DESC) = 1)
+                                                 ORDER BY override_id DESC) = 1)
                 GROUP BY response_id
             )
             SELECT pg.question_id, pg.provider, pg.template, q.question,

@@ -8,12 +8,13 @@ from the effective check verdicts (every check that is not N/A passed).
 
 from __future__ import annotations
 
-# Latest override per (response, target). Parameters: none.
+# Latest override per (response, target): the highest id, as ids come from one sequence in
+# write order (timestamps can tie within a transaction or step back with the clock). Parameters: none.
 LATEST_OVERRIDES = """
 latest_overrides AS (
     SELECT response_id, target, new_value
     FROM (SELECT *, row_number() OVER (PARTITION BY response_id, target
-                                       ORDER BY created_at DESC, override_id DESC) AS recency
+                                       ORDER BY override_id DESC) AS recency
           FROM overrides)
     WHERE recency = 1
 )"""

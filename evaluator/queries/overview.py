@@ -38,7 +38,7 @@ EVALUATION_KEYS = ["evaluation_id", "run", "ruleset", "rules_hash", "created_at"
 # The latest override per (response, target). No parameters.
 REVIEWS_CTE = """reviews AS (
     SELECT response_id, target, new_value FROM overrides
-    QUALIFY row_number() OVER (PARTITION BY response_id, target ORDER BY created_at DESC, override_id DESC) = 1
+    QUALIFY row_number() OVER (PARTITION BY response_id, target ORDER BY override_id DESC) = 1
 )"""
 
 

@@ -216,7 +216,7 @@ def refused_state(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str,
     reviewer = fetch_one(
         con,
         """SELECT new_value FROM overrides WHERE response_id = ? AND target = 'refused'
-           ORDER BY created_at DESC, override_id DESC LIMIT 1""",
+           ORDER BY override_id DESC LIMIT 1""",
         [response_id],
     )
     return {
