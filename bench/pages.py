@@ -18,6 +18,7 @@ import importlib
 import inspect
 import os
 import pkgutil
+import re
 import sys
 import time
 from collections import defaultdict
@@ -73,19 +74,25 @@ def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, di
         ).fetchall()[0][0]
     base = {"run": run}
     compare = {**base, "against": against} if against else base
+    page = page_files()
     return [
-        ("Overview", "views/overview.py", base),
-        ("Before/after", "views/before_after.py", base),
-        ("Compare runs", "views/compare_runs.py", compare),
-        ("Metrics", "views/metrics.py", base),
-        ("Triage", "views/triage.py", base),
-        ("Triage: flag + text search", "views/triage.py",
+        ("Overview", page["overview"], base),
+        ("Before/after", page["before_after"], base),
+        ("Compare runs", page["compare_runs"], compare),
+        ("Metrics", page["metrics"], base),
+        ("Triage", page["triage"], base),
+        ("Triage: flag + text search", page["triage"],
          {**base, "flag": "potential_hallucination", "q": "annotated edition"}),
-        ("Triage: page 400", "views/triage.py", {**base, "page": "400"}),
-        ("Review: response picker", "views/review.py", base),
-        ("Review: one response", "views/review.py",
-         {**base, "response": str(mid), "evaluation": str(evaluation)}),
+        ("Triage: page 400", page["triage"], {**base, "page": "400"}),
+        ("Review: response picker", page["review"], base),
+        ("Review: one response", page["review"], {**base, "response": str(mid), "evaluation": str(evaluation)}),
     ]
+
+
+def page_files() -> dict[str, str]:
+    """Page scripts by file stem, as app.py's st.navigation lists them."""
+    source = (ROOT / "app.py").read_text()
+    return {Path(path).stem: path for path in re.findall(r"""st\.Page\(\s*["']([^"']+\.py)["']""", source)}
 
 
 def run_page(page: str, query: dict[str, str]) -> tuple[Any, float]:

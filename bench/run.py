@@ -70,33 +70,22 @@ def _proc_table() -> tuple[dict[int, list[int]], dict[int, int]]:
     return children, rss
 
 
-def _pss(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as handle:
-            for line in handle:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def tree_memory(root: int) -> int:
-    """Memory of a process and its descendants: the sum of their PSS (shared pages counted once)."""
+    """Resident memory of a process and its descendants (sum of RSS: pages a forked worker
+    still shares with its parent count twice, so this is an upper bound). Cheap on purpose:
+    the sampler must not steal CPU from what it measures (reading smaps for PSS does)."""
     children, rss = _proc_table()
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        if pid in rss:
-            pss = _pss(pid)
-            total += pss if pss is not None else rss[pid]
+        total += rss.get(pid, 0)
         stack.extend(children.get(pid, ()))
     return total
 
 
 def measure(args: list[str], *, cwd: Path = ROOT, timeout: float = 3600) -> dict[str, Any]:
-    """Run a command; wall time, peak memory of its process tree (sampled every 0.1 s) and
-    the largest single process's max RSS (from wait4)."""
+    """Run a command; wall time, peak memory of its process tree (sampled every 0.25 s) and
+    the largest single process's max RSS (from wait4, exact)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("EVALUATOR_DB", None)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -108,7 +97,7 @@ def measure(args: list[str], *, cwd: Path = ROOT, timeout: float = 3600) -> dict
         def sample() -> None:
             while not done.is_set():
                 peak[0] = max(peak[0], tree_memory(proc.pid))
-                done.wait(0.1)
+                done.wait(0.25)
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -357,7 +346,8 @@ def markdown(results: dict[str, Any]) -> str:
         row("store on disk", [mb(r["store_mb"]) for r in runs]),
         "",
         "Times are wall-clock through the real CLI (`python -m evaluator …` in a subprocess, start-up included); "
-        "peak memory is the sampled (0.1 s) sum of PSS over the process and its workers. The baseline parses "
+        "peak memory is the sampled (every 0.25 s) sum of RSS over the process and its workers (an upper "
+        "bound: pages a forked worker shares with its parent count twice). The baseline parses "
         "and evaluates one response at a time in one process; the project's recompute uses its default "
         f"process pool (min(cores, 4) = {min(os.cpu_count() or 1, 4)} here) and includes reading the store and "
         "writing the evaluation. Page times are AppTest runs of app.py with the page selected, modules imported "

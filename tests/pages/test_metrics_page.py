@@ -16,6 +16,15 @@ PAGE = Path(__file__).resolve().parents[2] / "views" / "metrics.py"
 
 
 @pytest.fixture
+def sample_store(sample_store):
+    """The sample store without the metrics `load-samples` computes: these tests start from none."""
+    with duckdb.connect(str(sample_store)) as con:
+        con.execute("DELETE FROM metric_responses")
+        con.execute("DELETE FROM metric_results")
+    return sample_store
+
+
+@pytest.fixture
 def open_page(sample_store, monkeypatch):
     def _open(**query: str) -> AppTest:
         monkeypatch.setenv("EVALUATOR_DB", str(sample_store))

@@ -110,7 +110,11 @@ def test_the_refused_label_can_be_overridden(make_app, sample_store, query):
     app.radio(key="override_value_refused").set_value("REFUSED")
     app.text_area(key="override_reason").input("declines the drawing request")
     save_button(app).click().run()
-    assert [row[2:5] for row in overrides(query, sample_store)] == [("refused", None, "REFUSED")]
+    # The old value is the judge's stored decision (load-samples computes the metrics).
+    [(judged,)] = query(sample_store, """SELECT mr.refused FROM metric_responses mr
+                                         WHERE mr.response_id = ?""", [rid])
+    old = "REFUSED" if judged else "NOT REFUSED"
+    assert [row[2:5] for row in overrides(query, sample_store)] == [("refused", old, "REFUSED")]
 
 
 def test_with_a_reviewers_list_others_are_read_only(make_app, sample_store, query, monkeypatch):
