@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-
 import re
 
 from evaluator.overrides import add_override
