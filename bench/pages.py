@@ -19,6 +19,7 @@ import inspect
 import os
 import pkgutil
 import re
+import resource
 import sys
 import time
 from collections import defaultdict
@@ -133,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
         out.append({"scenario": label, "page": page, "query": query, "cold_s": round(cold, 3),
                     "server_s": round(warm, 3), "rerun_s": round(rerun, 3),
                     "query_s": round(sum(queries.values()), 3),
-                    "top_queries": {k: round(v, 3) for k, v in list(queries.items())[:4]}, "errors": errors})
+                    "top_queries": {k: round(v, 3) for k, v in list(queries.items())[:4]}, "errors": errors,
+                    "maxrss_mb_after": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)})
         print(f"  {label}: {warm:.2f} s (queries {sum(queries.values()):.2f} s)", file=sys.stderr, flush=True)
     sys.stdout.write(orjson.dumps(out).decode() + "\n")
     return 0

@@ -88,6 +88,7 @@ def measure(args: list[str], *, cwd: Path = ROOT, timeout: float = 3600) -> dict
     the largest single process's max RSS (from wait4, exact)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("EVALUATOR_DB", None)
+    load = os.getloadavg()[0]  # other work on the machine shows here (1-minute load average)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=err)
@@ -114,6 +115,7 @@ def measure(args: list[str], *, cwd: Path = ROOT, timeout: float = 3600) -> dict
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} exited {proc.returncode}:\n{stderr[-3000:]}")
     return {"seconds": round(seconds, 2), "peak_mb": round(peak[0] / 2**20), "maxrss_mb": round(usage.ru_maxrss / 1024),
+            "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "load_before": round(load, 2),
             "stdout": stdout, "stderr": stderr}
 
 

@@ -83,7 +83,7 @@ def prepare_run(
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror})") from None
-    if not data.strip() and fmt != "parquet":
+    if (not data or data.isspace()) and fmt != "parquet":  # = not data.strip(), without copying the file
         raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
     if profile is not None and profile not in PROFILES:
         raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")

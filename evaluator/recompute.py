@@ -61,6 +61,11 @@ SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c 
 WHERE rt.response_id BETWEEN ? AND ?
 """
 
+_IDS = "IN (SELECT unnest(?::BIGINT[]))"
+IDS_ROWS_SQL = BATCH_ROWS_SQL.replace("r.run_id = ? AND r.response_id BETWEEN ? AND ?", f"r.response_id {_IDS}")
+IDS_RETRIEVED_SQL = BATCH_RETRIEVED_SQL.replace("response_id BETWEEN ? AND ?", f"response_id {_IDS}")
+IDS_CHUNKS_SQL = BATCH_CHUNKS_SQL.replace("rt.response_id BETWEEN ? AND ?", f"rt.response_id {_IDS}")
+
 
 @dataclass(frozen=True)
 class RecomputeResult:
@@ -77,9 +82,15 @@ def response_input(row: dict[str, Any]) -> ResponseInput:
     return _input(row, tuple(RetrievedItem(i["id"], i["text"], i["score"]) for i in row["retrieved"] or ()))
 
 
+def _gold(raw: str | None) -> tuple[GoldClaim, ...]:
+    return tuple(GoldClaim(tuple(c["aliases"]), c.get("supported")) for c in (orjson.loads(raw) if raw else ()))
+
+
+def _expected_ids(raw: str | None) -> tuple[str, ...]:
+    return tuple(orjson.loads(raw)) if raw else ()
+
+
 def _input(row: dict[str, Any], retrieved: tuple[RetrievedItem, ...]) -> ResponseInput:
-    gold = orjson.loads(row["gold_answers"]) if row["gold_answers"] else []
-    expected_ids = orjson.loads(row["expected_ids"]) if row["expected_ids"] else []
     return ResponseInput(
         question_id=row["question_id"],
         question=row["question"],
@@ -90,10 +101,23 @@ def _input(row: dict[str, Any], retrieved: tuple[RetrievedItem, ...]) -> Respons
         expected_routing=row["expected_routing"],
         classification=row["classification"],
         retrieved=retrieved,
-        gold_answers=tuple(GoldClaim(tuple(c["aliases"]), c.get("supported")) for c in gold),
+        gold_answers=_gold(row["gold_answers"]),
         answerable=row["answerable"],
-        expected_ids=tuple(expected_ids),
+        expected_ids=_expected_ids(row["expected_ids"]),
     )
+
+
+def load_responses(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) -> dict[int, ResponseInput]:
+    """Several stored responses as evaluator inputs, in three flat queries (not one query each)."""
+    ids = [int(i) for i in response_ids]
+    if not ids:
+        return {}
+    params = [ids]
+    batch = (con.sql(IDS_ROWS_SQL, params=params).to_arrow_table(),
+             con.sql(IDS_RETRIEVED_SQL, params=params).to_arrow_table(),
+             con.sql(IDS_CHUNKS_SQL, params=params).to_arrow_table())
+    found, inputs = _batch_inputs(batch)
+    return dict(zip(found, inputs, strict=True))
 
 
 def load_response(con: duckdb.DuckDBPyConnection, response_id: int) -> ResponseInput | None:
@@ -135,9 +159,34 @@ def _batch_inputs(batch: _Batch) -> tuple[list[int], list[ResponseInput]]:
         chunk = chunks.get(chunk_key)
         if chunk is not None:  # as the inner join of RUN_ROWS_SQL
             items.setdefault(response_id, []).append(RetrievedItem(chunk[0], chunk[1], score))
-    rows = rows_t.to_pylist()
-    ids = [row["response_id"] for row in rows]
-    return ids, [_input(row, tuple(items.get(row["response_id"], ()))) for row in rows]
+    # Column-wise (no dict per row); the answers of one question share its parsed gold claims.
+    c = {name: rows_t.column(name).to_pylist() for name in rows_t.column_names}
+    golds: dict[str | None, tuple[GoldClaim, ...]] = {}
+    expected: dict[str | None, tuple[str, ...]] = {}
+    inputs = []
+    for i, response_id in enumerate(c["response_id"]):
+        gold_raw, ids_raw = c["gold_answers"][i], c["expected_ids"][i]
+        gold = golds.get(gold_raw)
+        if gold is None:
+            gold = golds[gold_raw] = _gold(gold_raw)
+        expected_ids = expected.get(ids_raw)
+        if expected_ids is None:
+            expected_ids = expected[ids_raw] = _expected_ids(ids_raw)
+        inputs.append(ResponseInput(
+            question_id=c["question_id"][i],
+            question=c["question"][i],
+            provider=c["provider"][i],
+            answer=c["answer"][i],
+            template=c["template"][i],
+            expected_template=c["expected_template"][i],
+            expected_routing=c["expected_routing"][i],
+            classification=c["classification"][i],
+            retrieved=tuple(items.get(response_id, ())),
+            gold_answers=gold,
+            answerable=c["answerable"][i],
+            expected_ids=expected_ids,
+        ))
+    return c["response_id"], inputs
 
 
 def _evaluate_batch(batch: _Batch) -> _Results:

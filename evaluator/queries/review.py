@@ -186,13 +186,14 @@ def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], resp
                     ) -> dict[int, list[dict[str, Any]]]:
     """Spans of an evaluation that stored verdicts only (a huge run): evaluate again, for display."""
     from evaluator.evaluate import evaluate
-    from evaluator.recompute import load_response
+    from evaluator.recompute import load_responses
     from evaluator.rules import rules_from_text
 
     rules = rules_from_text(source["rules_text"], source["rules_source"])
     out: dict[int, list[dict[str, Any]]] = {}
+    loaded = load_responses(con, response_ids)  # one read for the page, not one per response
     for response_id in response_ids:
-        resp = load_response(con, int(response_id))
+        resp = loaded.get(int(response_id))
         found: list[dict[str, Any]] = []
         if resp is not None:
             result = evaluate(resp, ruleset=source["ruleset"], rules=rules, profile=source["profile"],

@@ -81,8 +81,9 @@ def _like(text: str) -> str:
     return f"%{escaped}%"
 
 
-def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> tuple[str, list[Any]]:
-    """FROM/WHERE of the filtered responses, with its parameters in order."""
+def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
+           ids: list[int] | None = None) -> tuple[str, list[Any]]:
+    """FROM/WHERE of the filtered responses, with its parameters in order (only `ids`, if given)."""
     cte_params: list[Any] = response_results_params(filters.evaluation_id, True)
     ctes = f"WITH {response_results_cte(True)}"
     where: list[str] = []
@@ -117,9 +118,13 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> tuple[str,
         where.append("(q.question ILIKE ? ESCAPE '\\' OR r.answer ILIKE ? ESCAPE '\\' "
                      "OR coalesce(r.comment, '') ILIKE ? ESCAPE '\\')")
         params += [_like(filters.text.strip())] * 3
+    page_ids = ""
+    if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE
+        page_ids = "JOIN (SELECT unnest(?::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"
+        cte_params.append(ids)
     sql = f"""{ctes}
         SELECT __COLUMNS__
-        FROM eff
+        FROM eff {page_ids}
         JOIN responses r ON r.response_id = eff.response_id
         JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
         {"WHERE " + " AND ".join(where) if where else ""}"""
@@ -141,6 +146,13 @@ def page(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_number: in
     """One page (1-based) of matching responses, in response order."""
     sql, params = _query(con, filters)
     offset = max(page_number - 1, 0) * page_size
-    return query_dicts(con, sql.replace("__COLUMNS__", PAGE_COLUMNS) + " ORDER BY r.response_id LIMIT ? OFFSET ?",
-                       [*params, page_size, offset])
+    # The page's ids first, from narrow rows; then the wide columns (answers, questions) of those
+    # ids only. In one query DuckDB would carry every matching answer through the sort: 3x slower at 1M.
+    ids = [int(row[0]) for row in con.execute(
+        sql.replace("__COLUMNS__", "r.response_id") + " ORDER BY r.response_id LIMIT ? OFFSET ?",
+        [*params, page_size, offset]).fetchall()]
+    if not ids:
+        return []
+    sql, params = _query(con, filters, ids)
+    return query_dicts(con, sql.replace("__COLUMNS__", PAGE_COLUMNS) + " ORDER BY r.response_id", params)
 
