@@ -100,6 +100,10 @@ def run_page(page: str, query: dict[str, str]) -> tuple[Any, float]:
     from streamlit.testing.v1 import AppTest
 
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
+    # One run first, untimed: st.navigation registers the pages' url paths, without which
+    # switch_page() cannot find a page whose url_path differs from its file name (it would
+    # silently run the default page instead).
+    app.run()
     app.switch_page(page)
     app.query_params.update(query)
     started = time.perf_counter()
@@ -131,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         app.run()
         rerun = time.perf_counter() - started
         errors = [str(e.value)[:300] for e in app.exception]
-        out.append({"scenario": label, "page": page, "query": query, "cold_s": round(cold, 3),
+        title = app.title[0].value if len(app.title) else None
+        out.append({"scenario": label, "page": page, "title": title, "query": query, "cold_s": round(cold, 3),
                     "server_s": round(warm, 3), "rerun_s": round(rerun, 3),
                     "query_s": round(sum(queries.values()), 3),
                     "top_queries": {k: round(v, 3) for k, v in list(queries.items())[:4]}, "errors": errors,
