@@ -46,25 +46,21 @@ def response_results_cte(with_overrides: bool) -> str:
             FROM response_results WHERE evaluation_id = ?)"""
     return LATEST_OVERRIDES + """,
         overridden_checks AS (
+            -- Responses with a check override: any effective check verdict (override, else computed)
+            -- FAIL? Only the few reviewed responses' checks are read, not the evaluation's millions.
             SELECT c.response_id,
                    bool_or(coalesce(o.new_value, c.verdict) = 'FAIL') AS any_fail
             FROM check_results c
-            JOIN latest_overrides o ON o.response_id = c.response_id AND o.target = c.check_name
-            WHERE c.evaluation_id = ?
+            LEFT JOIN latest_overrides o ON o.response_id = c.response_id AND o.target = c.check_name
+            WHERE c.evaluation_id = ? AND c.response_id IN (SELECT response_id FROM latest_overrides)
             GROUP BY c.response_id
+            HAVING bool_or(o.response_id IS NOT NULL)
         ),
         eff AS (
             SELECT rr.response_id,
                    coalesce(oo.new_value,
                             CASE WHEN oc.response_id IS NULL THEN rr.overall
-                                 WHEN oc.any_fail OR EXISTS (
-                                     SELECT 1 FROM check_results c2
-                                     WHERE c2.evaluation_id = rr.evaluation_id AND c2.response_id = rr.response_id
-                                       AND c2.verdict = 'FAIL'
-                                       AND NOT EXISTS (SELECT 1 FROM latest_overrides o2
-                                                       WHERE o2.response_id = c2.response_id
-                                                         AND o2.target = c2.check_name))
-                                 THEN 'FAIL' ELSE 'PASS' END) AS overall,
+                                 WHEN oc.any_fail THEN 'FAIL' ELSE 'PASS' END) AS overall,
                    rr.overall AS computed_overall,
                    (oo.new_value IS NOT NULL OR oc.response_id IS NOT NULL) AS overridden,
                    rr.is_t3, rr.template_group

@@ -103,6 +103,21 @@ def test_effective_verdict_is_the_latest_override_else_computed(store):
         assert review.overall(con, e, r)["overall"] == "FAIL"
 
 
+def test_a_check_override_leaves_the_other_checks_failures_in_force(store):
+    with connect(store) as con:
+        r, e = rid(con, "week1", "q1", "openai"), evaluation(con, "week1")
+        add_override(con, r, "refused", "REFUSED", "a refusal", "alice", e, config=ANYONE)
+        assert review.overall(con, e, r)["overall"] == "FAIL"  # a refused label is not a verdict
+        add_override(con, r, "routing_check", "PASS", "routing was right", "alice", e, config=ANYONE)
+        assert review.overall(con, e, r)["overall"] == "FAIL"  # cites_shlokas still fails
+        before = {(x["provider"], x["template"]): x["passed"] for x in pass_rates(con, e, with_overrides=True)}
+        assert before[("openai", "T3")] == 0
+        add_override(con, r, "cites_shlokas", "N/A", "T3: citations do not apply", "bob", e, config=ANYONE)
+        assert review.overall(con, e, r)["overall"] == "PASS"
+        after = {(x["provider"], x["template"]): x["passed"] for x in pass_rates(con, e, with_overrides=True)}
+        assert after[("openai", "T3")] == 1
+
+
 def test_pass_rates_with_and_without_overrides(store):
     with connect(store) as con:
         e = evaluation(con, "week1")
