@@ -24,6 +24,9 @@ def make_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
              **query: object) -> AppTest:
         monkeypatch.setenv("EVALUATOR_DB", str(db))
         app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        # Before a first run AppTest knows pages by file name only, which misses a page whose
+        # url_path differs (views/compare_runs.py is at /compare): run once, then switch.
+        app.run()
         app.switch_page(page_path)
         for key, value in (state or {}).items():
             app.session_state[key] = value
