@@ -18,6 +18,8 @@ from evaluator.types import CHECK_NAMES
 
 TEMPLATES = ("T1", "T2", "T3")
 VERDICTS = ("PASS", "FAIL", "N/A")
+# One shared str per verdict: millions of recorded verdicts then cost a pointer each.
+CANONICAL_VERDICTS = {verdict: verdict for verdict in VERDICTS}
 PROFILES = ("ramayana", "clearpath")
 KNOWN_FIELDS = {
     "question_id", "question", "provider", "model_provider", "answer", "model", "expected_template",
@@ -28,19 +30,42 @@ OPTIONAL_STRINGS = ("model", "expected_routing", "classification", "comment", "o
 RECORDED_REASON = "recorded by the source evaluator"
 
 
+RESPONSE_SCHEMA = pa.schema([
+    ("row", pa.int64()), ("question_id", pa.string()), ("provider", pa.string()), ("model", pa.string()),
+    ("answer", pa.string()), ("template", pa.string()), ("classification", pa.string()),
+    ("answerable", pa.bool_()), ("comment", pa.string()), ("outcome", pa.string()), ("metadata", pa.string()),
+    ("source_line", pa.int64())])
+RETRIEVED_SCHEMA = pa.schema(
+    [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())])
+CHUNK_SCHEMA = pa.schema([("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())])
+BATCH_ROWS = 50_000  # responses buffered as Python lists before they move to a compact Arrow batch
+
+
 @dataclass
 class Columns:
-    """Column-wise buffers: one Python list per column, turned into Arrow in one go."""
+    """Column-wise buffers. Responses and retrieved items go to Arrow batches every BATCH_ROWS
+    responses, so a large run is held once, compactly; questions stay as lists because a later
+    line may fill in a question's missing fields."""
 
-    responses: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
-        "row", "question_id", "provider", "model", "answer", "template", "classification",
-        "answerable", "comment", "outcome", "metadata", "source_line")})
+    responses: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in RESPONSE_SCHEMA.names})
     questions: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
         "question_id", "question", "expected_template", "expected_routing", "gold_answers", "expected_ids")})
-    retrieved: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
-        "row", "rank", "chunk_key", "score")})
-    chunks: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("chunk_key", "chunk_id", "text")})
+    retrieved: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in RETRIEVED_SCHEMA.names})
+    chunks: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in CHUNK_SCHEMA.names})
     recorded: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("row", "check_name", "verdict")})
+    response_batches: list[pa.RecordBatch] = field(default_factory=list)
+    retrieved_batches: list[pa.RecordBatch] = field(default_factory=list)
+    n_responses: int = 0
+    any_template: bool = False
+
+    def flush(self) -> None:
+        """Move the buffered responses and retrieved items into Arrow batches."""
+        for buffer, batches, schema in ((self.responses, self.response_batches, RESPONSE_SCHEMA),
+                                        (self.retrieved, self.retrieved_batches, RETRIEVED_SCHEMA)):
+            if buffer[schema.names[0]]:
+                batches.append(pa.RecordBatch.from_pydict(buffer, schema=schema))
+                for values in buffer.values():
+                    values.clear()
 
 
 @dataclass(frozen=True)
@@ -69,7 +94,7 @@ class PreparedRun:
 
     @property
     def n_responses(self) -> int:
-        return len(self.columns.responses["row"])
+        return self.columns.n_responses
 
 
 def prepare_run(
@@ -79,19 +104,14 @@ def prepare_run(
     """Read and validate a run file without touching any store. Raises InputError."""
     path = Path(path)
     fmt = detect_format(path, fmt)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror})") from None
-    if (not data or data.isspace()) and fmt != "parquet":  # = not data.strip(), without copying the file
-        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
     if profile is not None and profile not in PROFILES:
         raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
-    columns = _collect(path, read_records(path, fmt, data), progress=progress, total_bytes=len(data))
+    digest = hashlib.sha256()
+    columns = _collect(path, read_records(path, fmt, digest), progress=progress)
     if profile is None:
-        has_templates = any(columns.responses["template"]) or any(columns.questions["expected_template"])
+        has_templates = columns.any_template or any(columns.questions["expected_template"])
         profile = "ramayana" if has_templates else "clearpath"
-    return PreparedRun(path, fmt, name or path.stem, profile, hashlib.sha256(data).hexdigest(), columns)
+    return PreparedRun(path, fmt, name or path.stem, profile, digest.hexdigest(), columns)
 
 
 def store_run(
@@ -194,7 +214,7 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
 
-def _collect(path: Path, records: Any, *, progress: bool, total_bytes: int) -> Columns:
+def _collect(path: Path, records: Any, *, progress: bool) -> Columns:
     cols = Columns()
     seen: dict[tuple[str, str], int] = {}
     questions_seen: dict[str, int] = {}
@@ -205,9 +225,12 @@ def _collect(path: Path, records: Any, *, progress: bool, total_bytes: int) -> C
         if bar is not None and row % 5000 == 0:
             bar.update(5000 if row else 0)
         _add_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys)
+        if (row + 1) % BATCH_ROWS == 0:
+            cols.flush()
+    cols.flush()
     if bar is not None:
         bar.close()
-    if not cols.responses["row"]:
+    if not cols.n_responses:
         raise InputError(where, None, None, "the file is empty: no responses to ingest")
     return cols
 
@@ -252,6 +275,8 @@ def _add_record(
     expected_ids = _string_list(where, line_no, record.get("expected_ids"), "expected_ids")
     extra = {k: v for k, v in record.items() if k not in KNOWN_FIELDS}
     responses = cols.responses
+    cols.n_responses += 1
+    cols.any_template = cols.any_template or template is not None
     responses["row"].append(row)
     responses["question_id"].append(question_id)
     responses["provider"].append(provider)
@@ -440,10 +465,11 @@ def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns)
                 where, line_no, f"recorded_checks.{check_name}",
                 f"unknown check; expected one of {', '.join(CHECK_NAMES)}",
             )
-        cleaned = verdict.strip().upper() if isinstance(verdict, str) else verdict
-        if cleaned in ("NA", "N\\A"):
-            cleaned = "N/A"
-        if cleaned not in VERDICTS:
+        cleaned = CANONICAL_VERDICTS.get(verdict) if isinstance(verdict, str) else None
+        if cleaned is None and isinstance(verdict, str):  # " pass", "na": tolerated spellings
+            upper = verdict.strip().upper()
+            cleaned = CANONICAL_VERDICTS.get("N/A" if upper in ("NA", "N\\A") else upper)
+        if cleaned is None:
             raise InputError(
                 where, line_no, f"recorded_checks.{check_name}",
                 f"unknown verdict {verdict!r}; expected PASS, FAIL or N/A",
@@ -458,12 +484,10 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
     # Ids are never reused: a deleted run's id must not be taken by an unrelated new response.
     base = int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
                                 "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
-    new_responses = pa.table(cols.responses)
+    new_responses = pa.Table.from_batches(cols.response_batches, schema=RESPONSE_SCHEMA)
     new_questions = pa.table(cols.questions)
-    new_retrieved = pa.table(cols.retrieved, schema=pa.schema(
-        [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())]))
-    new_chunks = pa.table(cols.chunks, schema=pa.schema(
-        [("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())]))
+    new_retrieved = pa.Table.from_batches(cols.retrieved_batches, schema=RETRIEVED_SCHEMA)
+    new_chunks = pa.table(cols.chunks, schema=CHUNK_SCHEMA)
     con.register("new_responses", new_responses)
     con.register("new_questions", new_questions)
     con.register("new_retrieved", new_retrieved)

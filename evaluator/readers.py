@@ -56,42 +56,79 @@ def detect_format(path: Path, given: str | None) -> str:
     return fmt
 
 
-def decode(path: Path, data: bytes) -> str:
-    """UTF-8 with or without BOM; anything else is an error naming the line."""
+BLOCK_SIZE = 1 << 23  # JSONL is read 8 MiB at a time: a 3 GB run never sits in memory whole
+BOM = b"\xef\xbb\xbf"
+
+
+def decode(path: Path, data: bytes, *, offset: int = 0, line: int = 1) -> str:
+    """UTF-8 with or without BOM; anything else is an error naming the line.
+
+    `offset` and `line` place `data` in the file when it is one line of it."""
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
+        line += data[: exc.start].count(b"\n")
         raise InputError(
             str(path), line, None,
-            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8",
+            f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {offset + exc.start}); save the file as UTF-8",
         ) from None
 
 
-def read_records(path: Path, fmt: str, data: bytes) -> Iterator[tuple[int, Record]]:
-    if fmt == "parquet":
-        yield from _read_parquet(path)
-        return
-    text = decode(path, data)
-    if not text.strip():
-        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
-    if fmt == "jsonl":
-        yield from _read_jsonl(path, text)
-    elif fmt == "json":
-        yield from _read_json(path, text)
-    else:
-        yield from _read_csv(path, text)
+def read_records(path: Path, fmt: str, digest: Any) -> Iterator[tuple[int, Record]]:
+    """Records of a run file, with every byte of the file fed to `digest` (a hashlib object)
+    by the time the last record is out. Raises InputError."""
+    try:
+        if fmt == "parquet":
+            _hash_file(path, digest)
+            yield from _read_parquet(path)
+        elif fmt == "jsonl":
+            yield from _read_jsonl(path, digest)
+        else:
+            data = path.read_bytes()
+            digest.update(data)
+            text = decode(path, data)
+            del data
+            if not text or text.isspace():  # = not text.strip(), without copying the file
+                raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
+            yield from _read_json(path, text) if fmt == "json" else _read_csv(path, text)
+    except OSError as exc:
+        raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror or exc})") from None
 
 
-def _read_jsonl(path: Path, text: str) -> Iterator[tuple[int, Record]]:
-    # Lines end at "\n" only (a trailing "\r" is JSON whitespace): str.splitlines() would also
-    # split at U+2028, U+2029 and NEL, which JSON strings may hold raw.
-    for line_no, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
+def _hash_file(path: Path, digest: Any) -> None:
+    with path.open("rb") as handle:
+        while block := handle.read(BLOCK_SIZE):
+            digest.update(block)
+
+
+def _jsonl_lines(path: Path, digest: Any) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line) of a file read in blocks. Lines end at b"\n" only (a
+    trailing "\r" is JSON whitespace): str.splitlines() would also split at U+2028, U+2029 and
+    NEL, which JSON strings may hold raw."""
+    line_no, offset, carry = 0, 0, b""
+    with path.open("rb") as handle:
+        while block := handle.read(BLOCK_SIZE):
+            digest.update(block)
+            lines = (carry + block if carry else block).split(b"\n")
+            carry = lines.pop()
+            for line in lines:
+                line_no += 1
+                yield line_no, offset, line
+                offset += len(line) + 1
+    if carry:
+        yield line_no + 1, offset, carry
+
+
+def _read_jsonl(path: Path, digest: Any) -> Iterator[tuple[int, Record]]:
+    for line_no, offset, line in _jsonl_lines(path, digest):
+        if line_no == 1 and line.startswith(BOM):
+            line, offset = line[len(BOM):], len(BOM)
+        if not line or line.isspace():
             continue
         try:
-            obj = orjson.loads(line)
+            obj = orjson.loads(line)  # bytes: orjson checks the UTF-8 as it parses
         except orjson.JSONDecodeError as exc:
+            decode(path, line, offset=offset, line=line_no)  # invalid UTF-8 gets its own message
             raise InputError(str(path), line_no, None, f"malformed JSON ({exc})") from None
         if not isinstance(obj, dict):
             raise InputError(str(path), line_no, None, f"expected a JSON object, got {type_name(obj)}")

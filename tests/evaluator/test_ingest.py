@@ -221,6 +221,13 @@ BAD_JSONL = [
         "unknown verdict 'MAYBE'",
     ),
     (
+        "verdict_not_a_string",
+        [GOOD, response("q2", recorded_checks={"routing_check": ["PASS"]})],
+        2,
+        "recorded_checks.routing_check",
+        "unknown verdict ['PASS']",
+    ),
+    (
         "recorded_checks_not_object",
         [GOOD, response("q2", recorded_checks=["PASS"])],
         2,
