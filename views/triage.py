@@ -163,13 +163,12 @@ with store() as con:
 
     responses_tab, agreement_tab = st.tabs(["Responses", "Evaluator agreement"])
     with responses_tab:
-        total = q.count(con, filters)
-        pages = max(1, math.ceil(total / q.PAGE_SIZE))
         try:
-            current = min(max(int(st.query_params.get("page", "1")), 1), pages)
+            requested = int(st.query_params.get("page", "1"))
         except ValueError:
-            current = 1
-        rows = q.page(con, filters, current)
+            requested = 1
+        total, current, rows = q.page_and_count(con, filters, requested)
+        pages = max(1, math.ceil(total / q.PAGE_SIZE))
         ids = [row["response_id"] for row in rows]
         details = {"checks": q.checks(con, evaluation_id, ids), "flags": q.flags(con, evaluation_id, ids),
                    "retrieved": q.retrieved(con, ids), "spans": q.spans(con, evaluation_id, ids)}

@@ -32,7 +32,7 @@ from evaluator.types import CHECK_NAMES
 
 __all__ = [
     "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",
-    "evaluation_label", "evaluations_of_run", "filter_options", "flags", "page", "pass_rates", "retrieved",
+    "evaluation_label", "evaluations_of_run", "filter_options", "flags", "page_and_count", "pass_rates", "retrieved",
     "run_id", "spans", "display_rules",
 ]
 
@@ -76,9 +76,24 @@ def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[s
     }
 
 
-def _like(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+# Straight and curly quotes match each other in a search, as they do in the checks.
+QUOTE_CLASSES = {"'": "['\u2018\u2019]", "\u2018": "['\u2018\u2019]", "\u2019": "['\u2018\u2019]",
+                 '"': '["\u201c\u201d]', "\u201c": '["\u201c\u201d]', "\u201d": '["\u201c\u201d]'}
+
+
+def search_pattern(text: str) -> str:
+    """A case-insensitive RE2 pattern matching `text` literally, quotes of either kind alike.
+    (RE2 is DuckDB's regex engine: a backslash before ASCII punctuation makes it literal.
+    One regex pass is about twice as fast as ILIKE over a million answers.)"""
+    parts = []
+    for char in text:
+        if char in QUOTE_CLASSES:
+            parts.append(QUOTE_CLASSES[char])
+        elif char.isascii() and not char.isalnum() and not char.isspace():
+            parts.append("\\" + char)
+        else:
+            parts.append(char)
+    return "(?is)" + "".join(parts)
 
 
 def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
@@ -115,13 +130,22 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         where.append("eff.overall = 'FAIL' AND regexp_matches(coalesce(r.comment, ''), ?, 'i')")
         params.append(filters.paradox_regex or load_review_config().paradox_regex())
     if filters.text and filters.text.strip():
-        where.append("(q.question ILIKE ? ESCAPE '\\' OR r.answer ILIKE ? ESCAPE '\\' "
-                     "OR coalesce(r.comment, '') ILIKE ? ESCAPE '\\')")
-        params += [_like(filters.text.strip())] * 3
+        # A semi-join on this run's rows, so the regex runs once per text before any other join.
+        run_id = fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?", [filters.evaluation_id])
+        pattern = search_pattern(filters.text.strip())
+        where.append("""r.response_id IN (
+            SELECT response_id FROM responses
+            WHERE run_id = ? AND (regexp_matches(answer, ?) OR regexp_matches(coalesce(comment, ''), ?))
+            UNION
+            SELECT r2.response_id FROM questions q2 JOIN responses r2 USING (run_id, question_id)
+            WHERE q2.run_id = ? AND regexp_matches(q2.question, ?))""")
+        params += [run_id, pattern, pattern, run_id, pattern]
     page_ids = ""
     if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE
         page_ids = "JOIN (SELECT unnest(?::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"
         cte_params.append(ids)
+    if ids is not None:  # the page's ids passed the filters already
+        where, params = [], []
     sql = f"""{ctes}
         SELECT __COLUMNS__
         FROM eff {page_ids}
@@ -141,18 +165,36 @@ PAGE_COLUMNS = """r.response_id, r.question_id, r.provider, r.model, r.template,
        (SELECT count(*) FROM overrides o WHERE o.response_id = r.response_id) AS n_overrides"""
 
 
-def page(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_number: int = 1,
-         page_size: int = PAGE_SIZE) -> list[dict[str, Any]]:
-    """One page (1-based) of matching responses, in response order."""
+def page_and_count(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_number: int = 1,
+                   page_size: int = PAGE_SIZE) -> tuple[int, int, list[dict[str, Any]]]:
+    """(number of matches, page shown, its rows): a page past the end shows the last one.
+
+    One pass over the matches finds both the page's ids and the total (a text search reads
+    every answer of the run, so doing it twice would double the wait)."""
     sql, params = _query(con, filters)
-    offset = max(page_number - 1, 0) * page_size
-    # The page's ids first, from narrow rows; then the wide columns (answers, questions) of those
-    # ids only. In one query DuckDB would carry every matching answer through the sort: 3x slower at 1M.
-    ids = [int(row[0]) for row in con.execute(
-        sql.replace("__COLUMNS__", "r.response_id") + " ORDER BY r.response_id LIMIT ? OFFSET ?",
-        [*params, page_size, offset]).fetchall()]
+    sql = sql.replace("__COLUMNS__", "r.response_id, count(*) OVER () AS total") + \
+        " ORDER BY r.response_id LIMIT ? OFFSET ?"
+
+    def ids_of(number: int) -> list[tuple[int, int]]:
+        # Narrow rows (ids) through the sort; the wide columns are read for the page's ids only.
+        rows = con.execute(sql, [*params, page_size, (number - 1) * page_size]).fetchall()
+        return [(int(response_id), int(total)) for response_id, total in rows]
+
+    number = max(page_number, 1)
+    found = ids_of(number)
+    if found:
+        total = found[0][1]
+    else:
+        total = count(con, filters)
+        last = max(1, -(-total // page_size))
+        if number > last:
+            number = last
+            found = ids_of(number) if total else []
+    return total, number, _rows(con, filters, [i for i, _ in found])
+
+
+def _rows(con: duckdb.DuckDBPyConnection, filters: TriageFilters, ids: list[int]) -> list[dict[str, Any]]:
     if not ids:
         return []
     sql, params = _query(con, filters, ids)
     return query_dicts(con, sql.replace("__COLUMNS__", PAGE_COLUMNS) + " ORDER BY r.response_id", params)
-

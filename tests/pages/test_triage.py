@@ -49,6 +49,12 @@ def test_a_shared_link_opens_on_its_page(make_app, sample_store):
     assert len(answers(app)) == 30
 
 
+def test_a_link_past_the_last_page_opens_the_last_page(make_app, sample_store):
+    app = make_app(sample_store, PAGE, run="ramayana", page=99)
+    assert len(answers(app)) == 30
+    assert any("Page <b>2</b> of 2" in m.value for m in app.markdown)
+
+
 def test_changing_a_filter_goes_back_to_page_one(make_app, sample_store):
     app = make_app(sample_store, PAGE, run="ramayana", page=2)
     app.sidebar.selectbox(key="url_provider").set_value("openai").run()
