@@ -2,7 +2,7 @@
 
 Verdict filters use effective verdicts (latest override, else computed), so a response a
 reviewer has already corrected leaves the "failing" list. Every value is a bound parameter;
-free text is matched with ILIKE with its wildcards escaped.
+free text is a literal, case-insensitive RE2 match (see search_pattern).
 """
 
 from __future__ import annotations
