@@ -85,6 +85,10 @@ def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, di
         ("Triage: flag + text search", page["triage"],
          {**base, "flag": "potential_hallucination", "q": "annotated edition"}),
         ("Triage: page 400", page["triage"], {**base, "page": "400"}),
+        ("Triage: text search", page["triage"], {**base, "q": "annotated edition"}),
+        ("Triage: failing, one check", page["triage"], {**base, "check": "cites_shlokas", "verdict": "FAIL"}),
+        ("Overview with overrides", page["overview"], {**base, "overrides": "1"}),
+        ("Before/after with overrides", page["before_after"], {**base, "overrides": "1"}),
         ("Review: response picker", page["review"], base),
         ("Review: one response", page["review"], {**base, "response": str(mid), "evaluation": str(evaluation)}),
     ]
@@ -96,7 +100,9 @@ def page_files() -> dict[str, str]:
     return {Path(path).stem: path for path in re.findall(r"""st\.Page\(\s*["']([^"']+\.py)["']""", source)}
 
 
-def run_page(page: str, query: dict[str, str]) -> tuple[Any, float]:
+def run_page(page: str, query: dict[str, str], *, fresh: bool = False) -> tuple[Any, float]:
+    """Run `page` once (timed). fresh: Streamlit caches and the query timings are cleared first."""
+    import streamlit as st
     from streamlit.testing.v1 import AppTest
 
     app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
@@ -104,6 +110,10 @@ def run_page(page: str, query: dict[str, str]) -> tuple[Any, float]:
     # switch_page() cannot find a page whose url_path differs from its file name (it would
     # silently run the default page instead).
     app.run()
+    if fresh:  # after that run, so the default page's queries neither warm caches nor count
+        st.cache_data.clear()
+        st.cache_resource.clear()
+        QUERY_TIME.clear()
     app.switch_page(page)
     app.query_params.update(query)
     started = time.perf_counter()
@@ -121,15 +131,11 @@ def main(argv: list[str] | None = None) -> int:
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     instrument_queries()
-    import streamlit as st
 
     out = []
     for label, page, query in scenarios(args.db, args.run, args.against):
         _, cold = run_page(page, query)
-        st.cache_data.clear()
-        st.cache_resource.clear()
-        QUERY_TIME.clear()
-        app, warm = run_page(page, query)
+        app, warm = run_page(page, query, fresh=True)
         queries = dict(sorted(QUERY_TIME.items(), key=lambda kv: -kv[1]))
         started = time.perf_counter()
         app.run()

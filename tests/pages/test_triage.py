@@ -174,11 +174,18 @@ def test_agreement_tab_shows_overturn_rates(make_app, sample_store, query):
     with connect(sample_store) as con:
         add_override(con, failing[0][0], "cites_shlokas", "N/A", "T3", "alice", legacy, config=ReviewConfig())
         add_override(con, failing[1][0], "cites_shlokas", "FAIL", "agreed", "alice", legacy, config=ReviewConfig())
-    app = make_app(sample_store, PAGE, run="ramayana", evaluation=legacy)
+    app = make_app(sample_store, PAGE, run="ramayana", evaluation=legacy, tab="Evaluator agreement")
+    assert not answers(app)  # only the open tab runs
     frame = app.dataframe[0].value
     [row] = frame[frame["check"] == "cites_shlokas"].to_dict("records")
     assert row["template"] == "T3"
     assert (row["fail_reviewed"], row["fail_overturned"], row["false_failure_rate"]) == (2, 1, 0.5)
+
+
+def test_the_agreement_tab_does_not_run_while_the_responses_tab_is_open(make_app, sample_store):
+    app = make_app(sample_store, PAGE, run="ramayana")
+    assert len(answers(app)) == 50
+    assert not app.dataframe
 
 
 def test_untrusted_text_is_rendered_escaped(make_app, hostile_store, rendered):
