@@ -24,8 +24,9 @@ DEFAULT_FUZZY_THRESHOLD = 0.8
 
 # Apostrophe look-alikes -> "'" (one character for one, so offsets into the answer hold).
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'", "\uff07": "'"})
-_WORD = re.compile(r"\S+")
-_CORE = re.compile(r"[\w'](?:.*[\w'])?")  # a word without its leading/trailing punctuation
+# A white-space separated word; group 1 is its core, from its first to its last word
+# character or apostrophe (a word without either has no core and is skipped).
+_WORD_CORE = re.compile(r"[^\s\w']*([\w'](?:\S*[\w'])?)[^\s\w']*")
 
 
 def straighten(text: str) -> str:
@@ -35,13 +36,7 @@ def straighten(text: str) -> str:
 
 def _words(text: str) -> list[tuple[str, int, int]]:
     """(normalised word, start, end) for every white-space separated word of ``text``."""
-    out = []
-    for m in _WORD.finditer(text):
-        raw = straighten(m.group())
-        core = _CORE.search(raw)
-        if core:
-            out.append((core.group().lower(), m.start() + core.start(), m.start() + core.end()))
-    return out
+    return [(m.group(1).lower(), m.start(1), m.end(1)) for m in _WORD_CORE.finditer(straighten(text))]
 
 
 class HeuristicJudge:
