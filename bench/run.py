@@ -374,6 +374,23 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+README = ROOT / "README.md"
+README_START, README_END = "<!-- bench results: start -->", "<!-- bench results: end -->"
+
+
+def publish(results: dict[str, Any], out: Path) -> None:
+    """results.md, and the same table in the README's Performance section (between markers),
+    when the results are the default bench/ ones."""
+    report = markdown(results)
+    (out / "results.md").write_text(report)
+    print(report)
+    text = README.read_text()
+    if out.resolve() == OUT and README_START in text and README_END in text:
+        head, rest = text.split(README_START, 1)
+        tail = rest.split(README_END, 1)[1]
+        README.write_text(f"{head}{README_START}\n{report}{README_END}{tail}")
+
+
 def machine() -> str:
     import duckdb
 
@@ -393,7 +410,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the stores afterwards")
     parser.add_argument("--no-compare-run", action="store_true", help="skip the second run (compare page)")
     parser.add_argument("--out", default=str(OUT), help="where results.json and results.md go (default: bench/)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="measure nothing: write results.md and the README table from results.json")
     args = parser.parse_args(argv)
+    if args.report_only:
+        saved = orjson.loads((Path(args.out) / "results.json").read_bytes())
+        saved["runs"] = {int(size): run for size, run in saved["runs"].items()}
+        publish(saved, Path(args.out))
+        return 0
     sizes = [10_000] if args.quick else [int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()]
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="rag-bench-", dir="/tmp"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -418,9 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS))
-    report = markdown(results)
-    (out / "results.md").write_text(report)
-    print(report)
+    publish(results, out)
     return 0
 
 
