@@ -146,8 +146,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
     if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE
         page_ids = "JOIN (SELECT unnest(?::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"
         cte_params.append(ids)
-    if ids is not None:  # the page's ids passed the filters already
-        where, params = [], []
+        where, params = [], []  # the page's ids passed the filters already
     sql = f"""{ctes}
         SELECT __COLUMNS__
         FROM eff {page_ids}
