@@ -45,11 +45,23 @@ SELECT response_id FROM (SELECT response_id, row_number() OVER (ORDER BY respons
                          FROM responses WHERE run_id = ?)
 WHERE (n - 1) % ? = 0 ORDER BY response_id
 """
+# A run's questions go to each worker once; batches carry the responses' own columns only
+# (joining questions per batch hashed the whole question table 50 times for a 1M run).
+RUN_QUESTIONS_SQL = """
+SELECT question_id, question, expected_template, expected_routing, gold_answers, expected_ids
+FROM questions WHERE run_id = ?
+"""
 BATCH_ROWS_SQL = """
+SELECT r.response_id, r.question_id, r.provider, r.answer, r.template, r.classification, r.answerable
+FROM responses r
+WHERE r.run_id = ? AND r.response_id BETWEEN ? AND ?
+ORDER BY r.response_id
+"""
+IDS_ROWS_SQL = """
 SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
        q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids
 FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.run_id = ? AND r.response_id BETWEEN ? AND ?
+WHERE r.response_id IN (SELECT unnest(?::BIGINT[]))
 ORDER BY r.response_id
 """
 BATCH_RETRIEVED_SQL = """
@@ -62,7 +74,6 @@ WHERE rt.response_id BETWEEN ? AND ?
 """
 
 _IDS = "IN (SELECT unnest(?::BIGINT[]))"
-IDS_ROWS_SQL = BATCH_ROWS_SQL.replace("r.run_id = ? AND r.response_id BETWEEN ? AND ?", f"r.response_id {_IDS}")
 IDS_RETRIEVED_SQL = BATCH_RETRIEVED_SQL.replace("response_id BETWEEN ? AND ?", f"response_id {_IDS}")
 IDS_CHUNKS_SQL = BATCH_CHUNKS_SQL.replace("rt.response_id BETWEEN ? AND ?", f"rt.response_id {_IDS}")
 
@@ -136,18 +147,29 @@ def spans_json(spans: Sequence[Span]) -> str:
 _WORKER: dict[str, Any] = {}
 
 
-def _init_worker(rules_text: str, rules_source: str, ruleset: str, profile: str, with_spans: bool) -> None:
+def _init_worker(rules_text: str, rules_source: str, ruleset: str, profile: str, with_spans: bool,
+                 questions: pa.Table) -> None:
     _WORKER.update(
-        rules=rules_from_text(rules_text, rules_source), ruleset=ruleset, profile=profile, with_spans=with_spans
+        rules=rules_from_text(rules_text, rules_source), ruleset=ruleset, profile=profile, with_spans=with_spans,
+        questions=_question_columns(questions),
     )
+
+
+def _question_columns(questions: pa.Table) -> dict[str, dict[str, Any]]:
+    """Question fields by column, then by question id."""
+    ids = questions.column("question_id").to_pylist()
+    return {name: dict(zip(ids, questions.column(name).to_pylist(), strict=True))
+            for name in questions.column_names if name != "question_id"}
 
 
 _Batch = tuple[pa.Table, pa.Table, pa.Table]  # rows, retrieved (response_id, chunk_key, score), chunks
 _Results = tuple[pa.Table, pa.Table, pa.Table]  # check_results, flags, overall (without evaluation_id)
 
 
-def _batch_inputs(batch: _Batch) -> tuple[list[int], list[ResponseInput]]:
-    """Put a flat batch back together: each row with its retrieved items, in rank order."""
+def _batch_inputs(batch: _Batch, questions: dict[str, dict[str, Any]] | None = None
+                  ) -> tuple[list[int], list[ResponseInput]]:
+    """Put a flat batch back together: each row with its retrieved items, in rank order, and
+    its question's fields (from the rows, or looked up in `questions`)."""
     rows_t, retrieved_t, chunks_t = batch
     chunks = dict(zip(chunks_t.column("chunk_key").to_pylist(),
                       zip(chunks_t.column("chunk_id").to_pylist(), chunks_t.column("text").to_pylist(), strict=True),
@@ -161,6 +183,9 @@ def _batch_inputs(batch: _Batch) -> tuple[list[int], list[ResponseInput]]:
             items.setdefault(response_id, []).append(RetrievedItem(chunk[0], chunk[1], score))
     # Column-wise (no dict per row); the answers of one question share its parsed gold claims.
     c = {name: rows_t.column(name).to_pylist() for name in rows_t.column_names}
+    if questions is not None:
+        for name, by_id in questions.items():
+            c[name] = [by_id[question_id] for question_id in c["question_id"]]
     golds: dict[str | None, tuple[GoldClaim, ...]] = {}
     expected: dict[str | None, tuple[str, ...]] = {}
     inputs = []
@@ -191,7 +216,7 @@ def _batch_inputs(batch: _Batch) -> tuple[list[int], list[ResponseInput]]:
 
 def _evaluate_batch(batch: _Batch) -> _Results:
     """Worker: evaluate one flat batch; the results go back as Arrow tables (cheap to send)."""
-    ids, inputs = _batch_inputs(batch)
+    ids, inputs = _batch_inputs(batch, _WORKER["questions"])
     rules: Rules = _WORKER["rules"]
     if _WORKER["with_spans"]:
         results = [
@@ -289,7 +314,8 @@ def recompute(
         )
         done: list[_Results] = []
         held = 0
-        init_args = (rules.text, rules.source, ruleset, profile, with_spans)
+        questions = con.sql(RUN_QUESTIONS_SQL, params=[run_id]).to_arrow_table()
+        init_args = (rules.text, rules.source, ruleset, profile, with_spans, questions)
         for results in _evaluate_all(con, run_id, init_args, workers):
             done.append(results)
             held += results[2].num_rows
