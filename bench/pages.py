@@ -23,6 +23,7 @@ import resource
 import sys
 import time
 from collections import defaultdict
+from dataclasses import is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,10 +56,15 @@ def instrument_queries() -> None:
     for info in pkgutil.iter_modules(package.__path__):
         module = importlib.import_module(f"evaluator.queries.{info.name}")
         for attr, value in list(vars(module).items()):
-            if attr.startswith("_") or not inspect.isfunction(value) or \
-                    not value.__module__.startswith("evaluator.queries"):
+            if attr.startswith("_") or not str(getattr(value, "__module__", "")).startswith("evaluator.queries"):
                 continue
-            setattr(module, attr, _timed(f"{info.name}.{attr}", value))
+            if inspect.isfunction(value):
+                setattr(module, attr, _timed(f"{info.name}.{attr}", value))
+            elif inspect.isclass(value) and value.__module__ == module.__name__ and not is_dataclass(value):
+                # a query class (RunComparison): its constructor and public methods run SQL
+                for method in [m for m, f in vars(value).items() if inspect.isfunction(f)
+                               and (m == "__init__" or not m.startswith("_"))]:
+                    setattr(value, method, _timed(f"{info.name}.{attr}.{method}", getattr(value, method)))
 
 
 def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, dict[str, str]]]:
