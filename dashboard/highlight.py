@@ -172,9 +172,17 @@ def banner(text: str) -> str:
             f'color:inherit">⚠️ {escape_text(text)}</div>')
 
 
+# st.markdown without unsafe_allow_html shows an HTML tag such as <wbr> as text, so inline Markdown
+# splits what it would autolink with a word joiner (U+2060: invisible, zero width) instead.
+_INLINE_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN},
+                               **{c: "\u2060" + entity[len("<wbr>"):] for c, entity in _AUTOLINK.items()},
+                               "\x00": "\ufffd"})
+
+
 def inline(text: str | None) -> str:
-    """Untrusted text for one line of Markdown (a question id, a provider): escaped, no line breaks."""
-    return escape_text(" ".join((text or "").split()))
+    """Untrusted text for one line of plain Markdown (a question id, a provider, a reason): escaped,
+    no line breaks, no HTML tag (plain Markdown would show the tag)."""
+    return " ".join((text or "").split()).translate(_INLINE_TABLE)
 
 
 def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float) -> str:

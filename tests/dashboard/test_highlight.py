@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.highlight import highlight, legend, plain, retrieved_table
+from dashboard.highlight import highlight, inline, legend, plain, retrieved_table
 from evaluator.types import Span
 
 TAG = re.compile(r"<[^>]*>")
@@ -163,3 +163,16 @@ def test_urls_and_email_addresses_cannot_be_autolinked_by_markdown():
     for linkable in ("https:", "www.", "phish@", "evil.example"):
         assert linkable not in html.unescape(out.replace("<wbr>", "|")), linkable
     assert visible_text(out) == "see https://evil.example/login, www.evil.example or phish@evil.example"
+
+
+@given(st.text())
+def test_inline_text_has_no_html_tag_and_reads_the_same(text):
+    out = inline(text)
+    assert "<" not in out and "\n" not in out  # plain Markdown would show a tag as text
+    assert html.unescape(out).replace("\u2060", "") == " ".join(text.split()).replace("\x00", "\ufffd")
+
+
+def test_inline_text_cannot_be_autolinked_by_markdown():
+    out = html.unescape(inline("see https://evil.example/login, www.evil.example or phish@evil.example"))
+    for linkable in ("https:", "www.", "phish@", "evil.example"):
+        assert linkable not in out, linkable

@@ -54,9 +54,11 @@ def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run
     assert dialogs == []
 
 
-def test_triage_agreement_tab_runs_when_opened_and_is_in_the_url(sample_store, streamlit_server, page):
+def test_triage_reasons_read_clean_and_the_agreement_tab_runs_when_opened(sample_store, streamlit_server, page):
     page.goto(f"{streamlit_server}/triage?run=ramayana")
     expect(page.locator("div.answer").first).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("routing_check").first).to_be_visible()
+    expect(page.get_by_text("<wbr>")).to_have_count(0)  # no markup shown as text in the check reasons
     expect(page.get_by_text("How often reviewers overturned")).to_have_count(0)
     page.get_by_role("tab", name="Evaluator agreement").click()
     expect(page.get_by_text("How often reviewers overturned this evaluation's automated verdicts")
