@@ -12,7 +12,7 @@ import orjson
 import pyarrow as pa
 
 from evaluator.readers import InputError, Record, detect_format, read_records, type_name
-from evaluator.results import write_response_results
+from evaluator.results import write_evaluation_counts, write_response_results
 from evaluator.store import atomic, fetch_one, fetch_value, next_id
 from evaluator.types import CHECK_NAMES
 
@@ -204,7 +204,7 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     evaluations = "SELECT evaluation_id FROM evaluations WHERE run_id = ?"
     responses = "SELECT response_id FROM responses WHERE run_id = ?"
     metrics = "SELECT metric_result_id FROM metric_results WHERE run_id = ?"
-    for table in ("check_results", "response_results", "flags"):
+    for table in ("check_results", "response_results", "flags", "evaluation_counts"):
         con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", [run_id])
     con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", [run_id])
     con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", [run_id])
@@ -546,4 +546,5 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols:
     finally:
         con.unregister("new_recorded")
     write_response_results(con, evaluation_id, run_id)
+    write_evaluation_counts(con, evaluation_id)
 

@@ -151,8 +151,34 @@ ALTER TABLE evaluations ADD COLUMN profile VARCHAR;
 ALTER TABLE evaluations ADD COLUMN with_spans BOOLEAN;
 """
 
+# Verdict counts per evaluation x provider x template group x target ('overall' or a check),
+# written with the evaluation: the overview and pass rates read a few hundred rows instead of
+# joining millions of results to their responses on every page run. Existing evaluations are
+# counted here once.
+EVALUATION_COUNTS = """
+CREATE TABLE evaluation_counts (
+    evaluation_id INTEGER NOT NULL,
+    provider VARCHAR NOT NULL,
+    template_group VARCHAR NOT NULL,
+    target VARCHAR NOT NULL,
+    verdict VARCHAR NOT NULL,
+    n BIGINT NOT NULL
+);
+INSERT INTO evaluation_counts
+SELECT rr.evaluation_id, r.provider, rr.template_group, 'overall', rr.overall, count(*)
+FROM response_results rr JOIN responses r ON r.response_id = rr.response_id
+GROUP BY ALL;
+INSERT INTO evaluation_counts
+SELECT c.evaluation_id, r.provider, rr.template_group, c.check_name, c.verdict, count(*)
+FROM check_results c
+JOIN response_results rr ON rr.evaluation_id = c.evaluation_id AND rr.response_id = c.response_id
+JOIN responses r ON r.response_id = c.response_id
+GROUP BY ALL;
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", INITIAL),
     (2, "override lookup index", OVERRIDE_INDEX),
     (3, "evaluation rules text and profile", EVALUATION_RULES_TEXT),
+    (4, "evaluation verdict counts", EVALUATION_COUNTS),
 ]

@@ -18,6 +18,7 @@ import orjson
 import pyarrow as pa
 
 from evaluator.evaluate import evaluate, evaluate_batch
+from evaluator.results import write_evaluation_counts
 from evaluator.rules import Rules, load_rules, rules_from_text
 from evaluator.store import atomic, fetch_one, next_id
 from evaluator.types import GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
@@ -325,6 +326,7 @@ def recompute(
                 _flush(con, done, evaluation_id)
                 held = 0
         _flush(con, done, evaluation_id)
+        write_evaluation_counts(con, evaluation_id)
         duration = time.perf_counter() - started
         con.execute("UPDATE evaluations SET duration_s = ? WHERE evaluation_id = ?", [duration, evaluation_id])
     if bar is not None:

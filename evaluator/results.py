@@ -27,3 +27,26 @@ def write_response_results(con: duckdb.DuckDBPyConnection, evaluation_id: int, r
             GROUP BY r.response_id, r.template, q.expected_template""",
         [evaluation_id, evaluation_id, run_id],
     )
+
+
+def write_evaluation_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> None:
+    """Verdict counts per provider x template group x target ('overall' or a check) of a written
+    evaluation (read by evaluator.queries.counts instead of aggregating every result each time)."""
+    con.execute(
+        """INSERT INTO evaluation_counts
+           SELECT rr.evaluation_id, r.provider, rr.template_group, 'overall', rr.overall, count(*)
+           FROM response_results rr JOIN responses r ON r.response_id = rr.response_id
+           WHERE rr.evaluation_id = ?
+           GROUP BY ALL""",
+        [evaluation_id],
+    )
+    con.execute(
+        """INSERT INTO evaluation_counts
+           SELECT c.evaluation_id, r.provider, rr.template_group, c.check_name, c.verdict, count(*)
+           FROM check_results c
+           JOIN response_results rr ON rr.evaluation_id = c.evaluation_id AND rr.response_id = c.response_id
+           JOIN responses r ON r.response_id = c.response_id
+           WHERE c.evaluation_id = ?
+           GROUP BY ALL""",
+        [evaluation_id],
+    )

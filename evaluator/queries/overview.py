@@ -143,17 +143,36 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 def pass_rate_counts(
     con: duckdb.DuckDBPyConnection, evaluation_ids: Sequence[int], *, with_overrides: bool = False
 ) -> list[dict[str, Any]]:
-    """Responses and passes per evaluation x provider x template, for several evaluations in one scan."""
+    """Responses and passes per evaluation x provider x template, for several evaluations.
+
+    From the counts stored with each evaluation; with overrides, corrected by the responses a
+    reviewer overrode (their effective verdict replaces the computed one)."""
     if not evaluation_ids:
         return []
+    ids = [int(i) for i in evaluation_ids]
+    marks = ", ".join("?" * len(ids))
+    computed = f"""computed AS (
+            SELECT evaluation_id, provider, template_group AS template, sum(n)::BIGINT AS n,
+                   coalesce(sum(n) FILTER (WHERE verdict = 'PASS'), 0)::BIGINT AS passed
+            FROM evaluation_counts WHERE target = 'overall' AND evaluation_id IN ({marks})
+            GROUP BY ALL)"""
+    if not with_overrides:
+        return query_dicts(con, f"""WITH {computed}
+            SELECT * FROM computed ORDER BY evaluation_id, provider, template""", ids)
     return query_dicts(
         con,
-        f"""WITH {REVIEWS_CTE}, {verdicts_cte("v", with_overrides, len(evaluation_ids))}
-            SELECT v.evaluation_id, r.provider, v.template_group AS template, count(*) AS n,
-                   count(*) FILTER (WHERE v.pass) AS passed
-            FROM v JOIN responses r ON r.response_id = v.response_id
-            GROUP BY ALL ORDER BY v.evaluation_id, r.provider, template""",
-        verdicts_params(evaluation_ids),
+        f"""WITH {REVIEWS_CTE}, {reviewed_cte("reviewed", len(ids))}, {computed},
+            delta AS (
+                SELECT x.evaluation_id, r.provider, rr.template_group AS template,
+                       sum(x.pass::INTEGER - (rr.overall = 'PASS')::INTEGER) AS d
+                FROM reviewed x
+                JOIN response_results rr ON rr.evaluation_id = x.evaluation_id AND rr.response_id = x.response_id
+                JOIN responses r ON r.response_id = x.response_id
+                GROUP BY ALL)
+            SELECT c.evaluation_id, c.provider, c.template, c.n, (c.passed + coalesce(d.d, 0))::BIGINT AS passed
+            FROM computed c LEFT JOIN delta d USING (evaluation_id, provider, template)
+            ORDER BY c.evaluation_id, c.provider, c.template""",
+        ids + ids,
     )
 
 
@@ -189,25 +208,33 @@ def pass_rates_by_run(
 def check_counts(
     con: duckdb.DuckDBPyConnection, evaluation_id: int, *, with_overrides: bool = False
 ) -> list[dict[str, Any]]:
-    """PASS / FAIL / N/A counts per provider x template x check (effective check verdicts when with_overrides)."""
-    verdict = "coalesce(o.new_value, c.verdict)" if with_overrides else "c.verdict"
-    join = "LEFT JOIN reviews o ON o.response_id = c.response_id AND o.target = c.check_name" if with_overrides else ""
+    """PASS / FAIL / N/A counts per provider x template x check (effective check verdicts when with_overrides):
+    the counts stored with the evaluation, corrected by reviewers' check overrides (each moves one
+    response from its computed verdict to the reviewer's)."""
+    counted = """SELECT provider, template_group AS template, target AS "check", verdict, n
+                 FROM evaluation_counts WHERE evaluation_id = ? AND target <> 'overall'"""
+    params = [evaluation_id]
+    if with_overrides:
+        counted += """
+            UNION ALL
+            SELECT r.provider, rr.template_group, c.check_name, moved.verdict, moved.n
+            FROM reviews o
+            JOIN check_results c ON c.evaluation_id = ? AND c.response_id = o.response_id AND c.check_name = o.target
+            JOIN response_results rr ON rr.evaluation_id = c.evaluation_id AND rr.response_id = c.response_id
+            JOIN responses r ON r.response_id = c.response_id
+            CROSS JOIN LATERAL (VALUES (c.verdict, -1), (o.new_value, 1)) AS moved(verdict, n)"""
+        params.append(evaluation_id)
     return query_dicts(
         con,
-        f"""WITH {REVIEWS_CTE},
-            groups AS (SELECT rr.response_id, r.provider, rr.template_group
-                       FROM response_results rr JOIN responses r ON r.response_id = rr.response_id
-                       WHERE rr.evaluation_id = ?),
-            checks AS (SELECT c.response_id, c.check_name, {verdict} AS verdict
-                       FROM check_results c {join} WHERE c.evaluation_id = ?)
-            SELECT g.provider, g.template_group AS template, c.check_name AS "check",
-                   count(*) FILTER (WHERE c.verdict = 'PASS') AS pass,
-                   count(*) FILTER (WHERE c.verdict = 'FAIL') AS fail,
-                   count(*) FILTER (WHERE c.verdict = 'N/A') AS na
-            FROM checks c JOIN groups g ON g.response_id = c.response_id
-            GROUP BY g.provider, g.template_group, c.check_name
-            ORDER BY g.provider, template, list_position({CHECK_LIST_SQL}, c.check_name), c.check_name""",
-        [evaluation_id, evaluation_id],
+        f"""WITH {REVIEWS_CTE}, counted AS ({counted})
+            SELECT provider, template, "check",
+                   coalesce(sum(n) FILTER (WHERE verdict = 'PASS'), 0)::BIGINT AS pass,
+                   coalesce(sum(n) FILTER (WHERE verdict = 'FAIL'), 0)::BIGINT AS fail,
+                   coalesce(sum(n) FILTER (WHERE verdict = 'N/A'), 0)::BIGINT AS na
+            FROM counted
+            GROUP BY provider, template, "check"
+            ORDER BY provider, template, list_position({CHECK_LIST_SQL}, "check"), "check\"""",
+        params,
     )
 
 

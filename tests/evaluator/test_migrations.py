@@ -14,6 +14,7 @@ from evaluator.store import applied_versions, connect, fetch_value, migrate
 VERSIONS = [version for version, _, _ in MIGRATIONS]
 DESIGN_TABLES = {
     "schema_migrations",
+    "evaluation_counts",
     "runs",
     "questions",
     "responses",
@@ -37,6 +38,7 @@ RELEASED = {
         "evaluation rules text and profile",
         "57c504e45a640e3802db07ff1465a118f1513ba429a5b2062c1d74647c72ba38",
     ),
+    4: ("evaluation verdict counts", "294b4bb77965b654ca6037a64c5b7ff455938a9e190971a1f19e162c30d43b06"),
 }
 
 
@@ -83,7 +85,8 @@ def test_a_store_at_an_earlier_version_gets_the_rest_and_keeps_its_data(db_path:
             "INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
             "VALUES (1, 1, 'q1', 'openai', 'Rama went to the forest.', 'h')"
         )
-        con.execute("INSERT INTO evaluations VALUES (1, 1, 'recorded', NULL, NULL, now(), NULL, 1)")
+        con.execute("INSERT INTO evaluations (evaluation_id, run_id, ruleset, created_at, n_responses) "
+                    "VALUES (1, 1, 'recorded', now(), 1)")
     finally:
         con.close()
 
