@@ -4,7 +4,8 @@ Each scenario runs the real app (app.py + st.navigation) through Streamlit's App
 page tests do: once cold (imports, empty caches), once warm (modules imported, st caches
 cleared: what a user opening the page pays), and once more in the same session (a rerun,
 as after clicking a widget). While the warm run executes, every public function of the
-page's query modules (evaluator/queries/*.py) is timed, so the table can tell SQL time from
+page's query modules (evaluator/queries/*.py), and the constructor and public methods of
+their query classes (RunComparison, BeforeAfter), is timed, so the table can tell SQL time from
 rendering time. Prints one JSON object.
 
     python -m bench.pages --db STORE --run RUN [--against RUN_B]

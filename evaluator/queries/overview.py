@@ -26,7 +26,7 @@ from evaluator.stats import wilson_interval
 __all__ = [
     "CHECK_ORDER", "RULESET_ORDER", "check_counts", "common_rulesets", "evaluation_info", "flag_counts",
     "latest_evaluation", "pass_rate_counts", "pass_rates_by_run", "query_dicts", "REVIEWS_CTE",
-    "reviewed_cte", "rulesets", "run_names", "runs_table", "verdicts_cte", "verdicts_params",
+    "reviewed_cte", "rulesets", "run_names", "runs_table", "verdicts_cte",
 ]
 
 RULESET_ORDER = ("recorded", "legacy", "t3_aware")
@@ -63,7 +63,8 @@ def reviewed_cte(name: str, n_evaluations: int = 1) -> str:
 
 def verdicts_cte(name: str, with_overrides: bool, n_evaluations: int = 1) -> str:
     """CTEs ending in `name(evaluation_id, response_id, pass, computed_pass, reviewed_pass, template_group)` for
-    the evaluation(s) bound to its parameters (bind them twice: verdicts_params). Needs REVIEWS_CTE before it.
+    the evaluation(s) bound to its parameters (bind the ids twice: the reviewed part's, then its own).
+    Needs REVIEWS_CTE before it.
 
     Verdicts are booleans (PASS = true), which keeps the joins of a million rows light. `pass` is the
     effective verdict when with_overrides, else the computed one; `reviewed_pass` is the effective verdict
@@ -79,11 +80,6 @@ def verdicts_cte(name: str, with_overrides: bool, n_evaluations: int = 1) -> str
             LEFT JOIN {name}_reviewed x ON x.evaluation_id = rr.evaluation_id AND x.response_id = rr.response_id
             WHERE rr.evaluation_id IN ({marks})
         )"""
-
-
-def verdicts_params(evaluation_ids: Sequence[int]) -> list[int]:
-    ids = [int(i) for i in evaluation_ids]
-    return ids + ids
 
 
 def _ordered(names: list[str]) -> list[str]:

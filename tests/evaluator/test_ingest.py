@@ -432,7 +432,8 @@ def test_replace_with_a_bad_file_keeps_the_old_run(cli, store: Path, tmp_path: P
     assert snapshot(store) == before
 
 
-def test_replace_does_not_hand_old_overrides_to_the_new_responses(cli, store: Path, tmp_path: Path) -> None:
+def override_first_response(store: Path) -> None:
+    """A reviewer's override on the store's first response (written directly, as a fixture)."""
     con = duckdb.connect(str(store))
     try:
         con.execute(
@@ -443,6 +444,10 @@ def test_replace_does_not_hand_old_overrides_to_the_new_responses(cli, store: Pa
         )
     finally:
         con.close()
+
+
+def test_replace_does_not_hand_old_overrides_to_the_new_responses(cli, store: Path, tmp_path: Path) -> None:
+    override_first_response(store)
     path = write(tmp_path / "new.jsonl", jsonl(response("q7", answer="unrelated"), response("q8")))
     assert ingest(cli, store, path, "--name", "base", "--replace", "--drop-overrides").returncode == 0
     attached = query(store, "SELECT x.question_id FROM overrides o JOIN responses x USING (response_id)")
@@ -450,16 +455,7 @@ def test_replace_does_not_hand_old_overrides_to_the_new_responses(cli, store: Pa
 
 
 def test_replace_that_would_drop_overrides_is_refused(cli, store: Path, tmp_path: Path) -> None:
-    con = duckdb.connect(str(store))
-    try:
-        con.execute(
-            """INSERT INTO overrides (override_id, response_id, target, old_value, new_value, reason,
-                                      reviewer, created_at)
-               SELECT 1, min(response_id), 'overall', 'PASS', 'FAIL', 'wrong shloka', 'qa', now()
-               FROM responses"""
-        )
-    finally:
-        con.close()
+    override_first_response(store)
     before = snapshot(store)
     path = write(tmp_path / "new.jsonl", jsonl(response("q7", answer="unrelated"), response("q8")))
     result = ingest(cli, store, path, "--name", "base", "--replace")
