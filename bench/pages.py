@@ -68,6 +68,10 @@ def instrument_queries() -> None:
                     setattr(value, method, _timed(f"{info.name}.{attr}.{method}", getattr(value, method)))
 
 
+# Run B has no search index: how a search costs on a big run before `search-index` (no target).
+NO_INDEX = "Triage: text search, run without a search index"
+
+
 def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, dict[str, str]]]:
     import duckdb
 
@@ -93,9 +97,11 @@ def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, di
          {**base, "flag": "potential_hallucination", "q": "annotated edition"}),
         ("Triage: page 400", page["triage"], {**base, "page": "400"}),
         ("Triage: text search", page["triage"], {**base, "q": "annotated edition"}),
+        ("Triage: one-word search", page["triage"], {**base, "q": "Rama"}),
         ("Triage: failing, one check", page["triage"], {**base, "check": "cites_shlokas", "verdict": "FAIL"}),
         ("Overview with overrides", page["overview"], {**base, "overrides": "1"}),
         ("Before/after with overrides", page["before_after"], {**base, "overrides": "1"}),
+        *([(NO_INDEX, page["triage"], {"run": against, "q": "annotated edition"})] if against else []),
         ("Review: response picker", page["review"], base),
         ("Review: one response", page["review"], {**base, "response": str(mid), "evaluation": str(evaluation)}),
     ]
@@ -149,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         rerun = time.perf_counter() - started
         errors = [str(e.value)[:300] for e in app.exception]
         title = app.title[0].value if len(app.title) else None
-        out.append({"scenario": label, "page": page, "title": title, "query": query, "cold_s": round(cold, 3),
+        out.append({"scenario": label, "page": page, "title": title, "query": query, "informational": label == NO_INDEX,
+                    "cold_s": round(cold, 3),
                     "server_s": round(warm, 3), "rerun_s": round(rerun, 3),
                     "query_s": round(sum(queries.values()), 3),
                     "top_queries": {k: round(v, 3) for k, v in list(queries.items())[:4]}, "errors": errors,

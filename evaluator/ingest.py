@@ -11,6 +11,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from evaluator import search_index
 from evaluator.readers import InputError, Record, detect_format, read_records, type_name
 from evaluator.results import write_evaluation_counts, write_response_results
 from evaluator.store import atomic, fetch_one, fetch_value, next_id
@@ -210,6 +211,7 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", [run_id])
     # Overrides of answers that no longer exist go with them (matching ones were moved first).
     con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", [run_id])
+    search_index.drop(con, run_id)
     for table in ("metric_results", "evaluations", "questions", "responses", "runs"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 

@@ -176,9 +176,31 @@ JOIN responses r ON r.response_id = c.response_id
 GROUP BY ALL;
 """
 
+# Word index of a run's answers and comments (evaluator.search_index), built on request:
+# Triage's free-text search reads only the answers that contain the search's words.
+SEARCH_INDEX = """
+CREATE TABLE search_words (
+    run_id INTEGER NOT NULL,
+    word VARCHAR NOT NULL,
+    response_id BIGINT NOT NULL
+);
+CREATE TABLE search_vocab (
+    run_id INTEGER NOT NULL,
+    word VARCHAR NOT NULL,
+    responses BIGINT NOT NULL
+);
+CREATE TABLE search_indexes (
+    run_id INTEGER PRIMARY KEY,
+    built_at TIMESTAMP NOT NULL,
+    responses BIGINT NOT NULL,
+    words BIGINT NOT NULL
+);
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", INITIAL),
     (2, "override lookup index", OVERRIDE_INDEX),
     (3, "evaluation rules text and profile", EVALUATION_RULES_TEXT),
     (4, "evaluation verdict counts", EVALUATION_COUNTS),
+    (5, "search index", SEARCH_INDEX),
 ]

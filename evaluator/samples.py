@@ -7,6 +7,7 @@ from pathlib import Path
 
 import duckdb
 
+from evaluator import search_index
 from evaluator.ingest import ingest_file
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -46,6 +47,9 @@ def load_samples(
         ).fetchall()[0][0]
         if not has_metrics:  # the Metrics page has figures from the first start (heuristic judge)
             compute_and_store(con, run_name, "heuristic")
+        run_id = int(con.execute("SELECT run_id FROM runs WHERE name = ?", [run_name]).fetchall()[0][0])
+        if not search_index.is_built(con, run_id):  # Triage searches go through the index, as on big runs
+            search_index.build(con, run_id)
         if run_name not in names or missing:
             say(f"loaded {run_name}: evaluated under {', '.join(rulesets)}")
             loaded.append(run_name)

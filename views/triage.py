@@ -6,6 +6,7 @@ Filters and the page number live in the URL query string, so a view can be share
 from __future__ import annotations
 
 import math
+import shlex
 
 import pandas as pd
 import streamlit as st
@@ -168,6 +169,11 @@ with store() as con:
                            "Failing responses whose reviewer comment says the model behaved as expected "
                            "(phrases are configurable: EVALUATOR_PARADOX_PHRASES).")
     text = _text_in_url("Search", "q")
+    unindexed = q.missing_search_index(con, run_id) if text.strip() else None
+    if unindexed:
+        st.sidebar.caption(f"Searching reads all {unindexed:,} answers of this run. A word index makes "
+                           "searches several times faster; build it once with:")
+        st.sidebar.code(f"python -m evaluator search-index --run {shlex.quote(run)}", language="bash")
     filters = q.TriageFilters(
         evaluation_id=evaluation_id,
         provider=None if provider == ALL else provider,

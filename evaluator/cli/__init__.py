@@ -22,6 +22,7 @@ COMMANDS = {
     "runs": "runs",
     "load_samples": "load-samples",
     "recompute": "recompute",
+    "search_index": "search-index",
     "report": "report",
     "export": "export",
     "metrics": "metrics",

@@ -12,6 +12,7 @@ from typing import Any
 
 import duckdb
 
+from evaluator import search_index
 from evaluator.overrides import HAS_CARRIED_SQL, agreement
 from evaluator.queries.effective import check_results_cte, response_results_cte, response_results_params
 from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dicts
@@ -32,8 +33,8 @@ from evaluator.types import CHECK_NAMES
 
 __all__ = [
     "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",
-    "evaluation_label", "evaluations_of_run", "filter_options", "flags", "page_and_count", "pass_rates", "retrieved",
-    "run_id", "spans", "display_rules",
+    "evaluation_label", "evaluations_of_run", "filter_options", "flags", "missing_search_index", "page_and_count",
+    "pass_rates", "retrieved", "run_id", "spans", "display_rules",
 ]
 
 PAGE_SIZE = 50
@@ -57,6 +58,15 @@ class TriageFilters:
     paradox: bool = False  # reviewer comment says "correct" but the effective overall verdict is FAIL
     text: str | None = None
     paradox_regex: str | None = None  # default: evaluator.review_config
+
+
+INDEX_WORTH_IT_FROM = 100_000  # responses; below this a search reads every answer in a blink
+
+
+def missing_search_index(con: duckdb.DuckDBPyConnection, run_id: int) -> int | None:
+    """The run's size, when it is big enough for a search index to matter and has none."""
+    size = int(fetch_value(con, "SELECT n_responses FROM runs WHERE run_id = ?", [run_id]) or 0)  # type: ignore[call-overload]
+    return size if size >= INDEX_WORTH_IT_FROM and not search_index.is_built(con, run_id) else None
 
 
 def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, list[str]]:
@@ -133,15 +143,12 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         params.append(filters.paradox_regex or load_review_config().paradox_regex())
     if filters.text and filters.text.strip():
         # A semi-join on this run's rows, so the regex runs once per text before any other join.
-        run_id = fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?", [filters.evaluation_id])
-        pattern = search_pattern(filters.text.strip())
-        where.append("""r.response_id IN (
-            SELECT response_id FROM responses
-            WHERE run_id = ? AND (regexp_matches(answer, ?) OR regexp_matches(coalesce(comment, ''), ?))
-            UNION
-            SELECT r2.response_id FROM questions q2 JOIN responses r2 USING (run_id, question_id)
-            WHERE q2.run_id = ? AND regexp_matches(q2.question, ?))""")
-        params += [run_id, pattern, pattern, run_id, pattern]
+        run_id = int(fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?",  # type: ignore[call-overload]
+                                 [filters.evaluation_id]))
+        text = filters.text.strip()
+        matching, matching_params = search_index.matching_responses(con, run_id, text, search_pattern(text))
+        where.append(f"r.response_id IN ({matching})")
+        params += matching_params
     page_ids = ""
     if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE
         page_ids = "JOIN (SELECT unnest(?::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"

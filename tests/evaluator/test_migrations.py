@@ -28,6 +28,9 @@ DESIGN_TABLES = {
     "metric_responses",
     "judge_cache",
     "overrides",
+    "search_words",
+    "search_vocab",
+    "search_indexes",
 }
 # Released migrations are never edited: their name and the sha256 of their SQL are pinned
 # here. Change the schema by appending a migration (and pin it here once released).
@@ -39,6 +42,7 @@ RELEASED = {
         "57c504e45a640e3802db07ff1465a118f1513ba429a5b2062c1d74647c72ba38",
     ),
     4: ("evaluation verdict counts", "294b4bb77965b654ca6037a64c5b7ff455938a9e190971a1f19e162c30d43b06"),
+    5: ("search index", "37d90acaf5ca76aacd9a186449929c75ad14b380b002216d395e899b971515bc"),
 }
 
 

@@ -7,7 +7,7 @@ import re
 
 from evaluator.overrides import add_override
 from evaluator.review_config import ReviewConfig
-from evaluator.store import connect
+from evaluator.store import atomic, connect
 
 PAGE = "views/triage.py"
 
@@ -202,3 +202,18 @@ def test_untrusted_text_is_rendered_escaped(make_app, hostile_store, rendered):
                     "kb-&lt;1&gt;", "&lt;b&gt;gpt&lt;/b&gt;"):                           # chunk id, model
         assert escaped in joined, escaped
     assert '<mark data-kinds="unverified_price"' in joined  # highlights still work on hostile text
+
+
+def test_a_big_run_searched_without_an_index_says_how_to_build_one(make_app, sample_store, monkeypatch):
+    from evaluator import search_index
+
+    monkeypatch.setattr("evaluator.queries.triage.INDEX_WORTH_IT_FROM", 50)  # ramayana has 80 responses
+    command = "python -m evaluator search-index --run ramayana"
+    indexed = make_app(sample_store, PAGE, run="ramayana", q="Rama")
+    assert not [c for c in indexed.sidebar.code if c.value == command]
+    with connect(sample_store) as con, atomic(con):
+        search_index.drop(con, con.execute("SELECT run_id FROM runs WHERE name = 'ramayana'").fetchall()[0][0])
+    searched = make_app(sample_store, PAGE, run="ramayana", q="Rama")
+    assert [c.value for c in searched.sidebar.code] == [command]
+    assert match_count(searched) == match_count(indexed) > 0
+    assert not make_app(sample_store, PAGE, run="ramayana").sidebar.code  # no search, no advice
