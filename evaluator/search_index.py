@@ -91,7 +91,7 @@ def build(con: duckdb.DuckDBPyConnection, run_id: int) -> IndexSummary:
         con.execute("""INSERT INTO search_vocab
                        SELECT run_id, word, count(*) FROM search_words WHERE run_id = ?
                        GROUP BY ALL ORDER BY word""", [run_id])
-        responses = int(fetch_one(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id])[0])  # type: ignore[index]
+        responses = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id]))
         words, postings = fetch_one(
             con, "SELECT count(*), coalesce(sum(responses), 0) FROM search_vocab WHERE run_id = ?", [run_id]
         ) or (0, 0)
@@ -137,7 +137,7 @@ def candidates(con: duckdb.DuckDBPyConnection, run_id: int, search: str,
     words = tokens(search)
     if not words or not is_built(con, run_id):
         return None
-    size = int(fetch_value(con, "SELECT responses FROM search_indexes WHERE run_id = ?", [run_id]))  # type: ignore[call-overload]
+    size = int(fetch_value(con, "SELECT responses FROM search_indexes WHERE run_id = ?", [run_id]))
     # How many responses each word can occur in, at most, from the vocabulary (a small table).
     bounds = fetch_one(con, "SELECT " + ", ".join(
         f"coalesce(sum(responses) FILTER (WHERE {_condition(t)}), 0)" for t in words

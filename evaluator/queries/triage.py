@@ -65,7 +65,7 @@ INDEX_WORTH_IT_FROM = 100_000  # responses; below this a search reads every answ
 
 def missing_search_index(con: duckdb.DuckDBPyConnection, run_id: int) -> int | None:
     """The run's size, when it is big enough for a search index to matter and has none."""
-    size = int(fetch_value(con, "SELECT n_responses FROM runs WHERE run_id = ?", [run_id]) or 0)  # type: ignore[call-overload]
+    size = int(fetch_value(con, "SELECT n_responses FROM runs WHERE run_id = ?", [run_id]) or 0)
     return size if size >= INDEX_WORTH_IT_FROM and not search_index.is_built(con, run_id) else None
 
 
@@ -143,7 +143,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         params.append(filters.paradox_regex or load_review_config().paradox_regex())
     if filters.text and filters.text.strip():
         # A semi-join on this run's rows, so the regex runs once per text before any other join.
-        run_id = int(fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?",  # type: ignore[call-overload]
+        run_id = int(fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?",
                                  [filters.evaluation_id]))
         text = filters.text.strip()
         matching, matching_params = search_index.matching_responses(con, run_id, text, search_pattern(text))
