@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
@@ -10,8 +11,9 @@ from typing import TypeVar
 import duckdb
 import streamlit as st
 
+from evaluator import pending
 from evaluator.queries.runs import run_names
-from evaluator.store import StoreBusyError, connect, resolve_db_path
+from evaluator.store import StoreBusyError, connect, resolve_db_path, set_waiting
 
 T = TypeVar("T")
 
@@ -20,15 +22,42 @@ def store_path() -> str:
     return str(resolve_db_path(None))
 
 
+PAGE_WAIT_S = 60.0  # then the page reruns itself and waits again: a page never gives up
+
+
+def waiting_notice(label: str = "This page"):  # type: ignore[no-untyped-def]
+    """A progress callback for connect(): one notice that updates itself while we wait."""
+    slot = None
+
+    def on_wait(waited: float, holder: str | None) -> None:
+        nonlocal slot
+        slot = slot or st.empty()
+        who = f"**{md(holder)}**" if holder else "another program"
+        slot.info(f"Waiting for the store: {who} is using it ({waited:.0f} s so far). {label} carries on by "
+                  "itself as soon as it is free — nothing you typed is lost.", icon=":material/hourglass_top:")
+
+    def done() -> None:
+        if slot is not None:
+            slot.empty()
+
+    return on_wait, done
+
+
 @contextmanager
 def store() -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the store for one page run and close it, so the CLI can write in between."""
+    """A cursor of the dashboard's one store instance for one page run (closed when the last
+    browser session is done, so the CLI can write in between). While another process holds the
+    store the page shows that it waits, and retries by itself; it never shows an error for it."""
+    set_waiting(label="the dashboard")
+    pending.start_drainer(store_path())  # reviewers' saves kept while the store was busy
+    on_wait, done = waiting_notice()
     try:
-        with connect(store_path(), timeout_s=10) as con:
+        with connect(store_path(), timeout_s=PAGE_WAIT_S, on_wait=on_wait) as con:
+            done()
             yield con
-    except StoreBusyError as exc:
-        st.warning(f"{exc}. The page will load once the writer is done — reload in a moment.")
-        st.stop()
+    except StoreBusyError:
+        time.sleep(1.0)
+        st.rerun()
 
 
 def url_value(key: str, options: Sequence[T], default: T | None = None) -> T | None:

@@ -8,7 +8,7 @@ import duckdb
 
 from evaluator.cli.common import UsageError, run_id_for
 from evaluator.rules import Rules, load_rules
-from evaluator.store import fetch_one
+from evaluator.store import db_path_of, fetch_one
 
 RULESETS = ("legacy", "t3_aware")
 
@@ -50,7 +50,8 @@ def ruleset_evaluation(
     from evaluator.recompute import recompute
 
     print(f"evaluating {run_name} under {ruleset} (not stored yet)…", file=sys.stderr)
-    return recompute(con, run_name, ruleset, rules=rules, progress=progress).evaluation_id
+    # The caller's cursor keeps the store open meanwhile (it reads the evaluation next).
+    return recompute(db_path_of(con), run_name, ruleset, rules=rules, progress=progress).evaluation_id
 
 
 def evaluation_for(

@@ -197,10 +197,18 @@ CREATE TABLE search_indexes (
 );
 """
 
+# Reviewers' saves carry a token made when they pressed Save: a save retried after a crash or
+# while the store was busy (evaluator.pending) is written once, never twice.
+OVERRIDE_TOKENS = """
+ALTER TABLE overrides ADD COLUMN client_token VARCHAR;
+CREATE INDEX overrides_client_token ON overrides (client_token);
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", INITIAL),
     (2, "override lookup index", OVERRIDE_INDEX),
     (3, "evaluation rules text and profile", EVALUATION_RULES_TEXT),
     (4, "evaluation verdict counts", EVALUATION_COUNTS),
     (5, "search index", SEARCH_INDEX),
+    (6, "override client tokens", OVERRIDE_TOKENS),
 ]

@@ -10,6 +10,7 @@ is a refusal, which the TRUST-SCORE metrics use instead of the judge's).
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -24,6 +25,10 @@ VERDICTS = ("PASS", "FAIL", "N/A")
 OVERALL_VALUES = ("PASS", "FAIL")
 REFUSED_VALUES = ("REFUSED", "NOT REFUSED")
 CONFLICT_RETRIES = 20
+# Only one process holds the store at a time (evaluator.store), so serialising the override
+# writes of this process makes "old_value = the value this override replaced" exact: DuckDB's
+# snapshot isolation would let two concurrent transactions read the same old value.
+_WRITE_LOCK = threading.Lock()
 
 
 class OverrideError(ValueError):
@@ -57,8 +62,12 @@ def add_override(
     carried_from: int | None = None,
     *,
     config: ReviewConfig | None = None,
+    client_token: str | None = None,
 ) -> int:
-    """Append one override and return its id; raise OverrideError (writing nothing) when invalid."""
+    """Append one override and return its id; raise OverrideError (writing nothing) when invalid.
+
+    `client_token` names one press of Save: a save that is retried (evaluator.pending) with the
+    same token returns the override written the first time instead of writing it again."""
     config = config or load_review_config()
     reason, reviewer = (reason or "").strip(), (reviewer or "").strip()
     if not reviewer:
@@ -85,15 +94,22 @@ def add_override(
         raise OverrideError(f"no override with id {carried_from} to carry forward")
     for attempt in range(CONFLICT_RETRIES):
         try:
-            with atomic(con):
+            with _WRITE_LOCK, atomic(con):
+                if client_token is not None:
+                    written = fetch_value(con, "SELECT override_id FROM overrides WHERE client_token = $token",
+                                          {"token": client_token})
+                    if written is not None:
+                        return int(written)
                 old_value = current_value(con, response_id, target, evaluation_id)
                 override_id = int(fetch_value(con, "SELECT nextval('override_ids')"))  # type: ignore[arg-type]
                 con.execute(
                     """INSERT INTO overrides (override_id, response_id, evaluation_id, target, old_value,
-                                              new_value, reason, reviewer, created_at, carried_from)
-                       VALUES (?, ?, ?, ?, ?, ?, ?, ?, now(), ?)""",
-                    [override_id, response_id, evaluation_id, target, old_value, new_value, reason, reviewer,
-                     carried_from],
+                                              new_value, reason, reviewer, created_at, carried_from, client_token)
+                       VALUES ($id, $response, $evaluation, $target, $old, $new, $reason, $reviewer, now(),
+                               $carried_from, $token)""",
+                    {"id": override_id, "response": response_id, "evaluation": evaluation_id, "target": target,
+                     "old": old_value, "new": new_value, "reason": reason, "reviewer": reviewer,
+                     "carried_from": carried_from, "token": client_token},
                 )
             return override_id
         except duckdb.TransactionException:  # another writer committed first: try again
@@ -209,7 +225,7 @@ def carried_candidates(con: duckdb.DuckDBPyConnection, response_id: int) -> list
 
 def apply_carried(
     con: duckdb.DuckDBPyConnection, response_id: int, carried_from: int, reviewer: str,
-    evaluation_id: int | None = None, *, config: ReviewConfig | None = None,
+    evaluation_id: int | None = None, *, config: ReviewConfig | None = None, client_token: str | None = None,
 ) -> int:
     """Write the carried override on this response, marked with the override it came from."""
     candidate = next((c for c in carried_candidates(con, response_id) if c["override_id"] == carried_from), None)
@@ -218,7 +234,7 @@ def apply_carried(
     return add_override(
         con, response_id, candidate["target"], candidate["new_value"],
         f"carried from run {candidate['source_run']}: {candidate['reason']}", reviewer,
-        evaluation_id=evaluation_id, carried_from=carried_from, config=config,
+        evaluation_id=evaluation_id, carried_from=carried_from, config=config, client_token=client_token,
     )
 
 

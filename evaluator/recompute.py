@@ -20,8 +20,10 @@ import pyarrow as pa
 from evaluator.evaluate import evaluate, evaluate_batch
 from evaluator.results import write_evaluation_counts
 from evaluator.rules import Rules, load_rules, rules_from_text
-from evaluator.store import atomic, fetch_one, next_id
+from evaluator.staging import RunChangedError, attached, copy_back, snapshot_run, staging_area
+from evaluator.store import atomic, connect, fetch_one, next_id
 from evaluator.types import GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
+from evaluator.workers import die_with_parent
 
 BATCH_ROWS = 20_000
 PARALLEL_FROM = 50_000  # below this, a process pool costs more than it saves
@@ -149,7 +151,8 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(rules_text: str, rules_source: str, ruleset: str, profile: str, with_spans: bool,
-                 questions: pa.Table) -> None:
+                 questions: pa.Table, parent_pid: int | None) -> None:
+    die_with_parent(parent_pid)
     _WORKER.update(
         rules=rules_from_text(rules_text, rules_source), ruleset=ruleset, profile=profile, with_spans=with_spans,
         questions=_question_columns(questions),
@@ -283,7 +286,7 @@ class _ResultColumns:
 
 
 def recompute(
-    con: duckdb.DuckDBPyConnection,
+    db: str | os.PathLike[str] | None,
     run_name: str,
     ruleset: str,
     *,
@@ -292,21 +295,48 @@ def recompute(
     workers: int | None = None,
     progress: bool = False,
 ) -> RecomputeResult:
-    """Evaluate every response of a run; store the evaluation in one transaction."""
+    """Evaluate every response of a run and store the evaluation, holding the store only to copy
+    the run out and to append the results in one transaction (evaluator.staging)."""
     from evaluator.cli.common import run_id_for
 
     rules = rules or load_rules()
-    run_id = run_id_for(con, run_name)
-    row = fetch_one(con, "SELECT profile, n_responses FROM runs WHERE run_id = ?", [run_id])
-    assert row is not None
-    profile, n = str(row[0]), int(row[1])
-    if with_spans is None:
-        with_spans = n <= SPANS_UP_TO
+    with staging_area(db) as stage:
+        with connect(db) as con:  # read window
+            run_id = run_id_for(con, run_name)
+            row = fetch_one(con, "SELECT profile, n_responses, content_hash FROM runs WHERE run_id = ?", [run_id])
+            assert row is not None
+            profile, n, content_hash = str(row[0]), int(row[1]), row[2]
+            evaluation_id = next_id(con, "evaluation_ids")
+            snapshot_run(con, run_id, stage)
+        if with_spans is None:
+            with_spans = n <= SPANS_UP_TO
+        scon = stage.connect()
+        try:
+            duration = evaluate_into(scon, evaluation_id, run_id, ruleset, rules, profile, with_spans=with_spans,
+                                     workers=workers, progress=progress, label=run_name)
+        finally:
+            scon.close()
+        # write window
+        with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):
+            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != (content_hash,):
+                raise RunChangedError(f"run {run_name!r} was replaced or removed while it was being evaluated; "
+                                 "nothing was written: run the command again")
+            for table in ("evaluations", "response_results", "check_results", "flags", "evaluation_counts"):
+                copy_back(con, alias, table, "evaluation_id = $evaluation", {"evaluation": evaluation_id})
+    return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration)
+
+
+def evaluate_into(
+    con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str, rules: Rules, profile: str,
+    *, with_spans: bool, workers: int | None = None, progress: bool = False, label: str = "",
+) -> float:
+    """Evaluate the run held by `con` (the staging file) and write the evaluation there, in one
+    transaction; returns the time it took."""
+    n = int(fetch_one(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id])[0])  # type: ignore[index]
     workers = workers if workers is not None else (min(os.cpu_count() or 1, 4) if n >= PARALLEL_FROM else 1)
     started = time.perf_counter()
-    bar = _progress_bar(progress, n, run_name, ruleset)
+    bar = _progress_bar(progress, n, label, ruleset)
     with atomic(con):
-        evaluation_id = next_id(con, "evaluation_ids")
         con.execute(
             """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
                                         n_responses, rules_text, profile, with_spans)
@@ -316,7 +346,7 @@ def recompute(
         done: list[_Results] = []
         held = 0
         questions = con.sql(RUN_QUESTIONS_SQL, params=[run_id]).to_arrow_table()
-        init_args = (rules.text, rules.source, ruleset, profile, with_spans, questions)
+        init_args = (rules.text, rules.source, ruleset, profile, with_spans, questions, os.getpid())
         for results in _evaluate_all(con, run_id, init_args, workers):
             done.append(results)
             held += results[2].num_rows
@@ -331,7 +361,7 @@ def recompute(
         con.execute("UPDATE evaluations SET duration_s = ? WHERE evaluation_id = ?", [duration, evaluation_id])
     if bar is not None:
         bar.close()
-    return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration)
+    return duration
 
 
 def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: int) -> None:
@@ -371,7 +401,7 @@ def _evaluate_all(
     con: duckdb.DuckDBPyConnection, run_id: int, init_args: tuple[Any, ...], workers: int
 ) -> Iterator[_Results]:
     if workers <= 1:
-        _init_worker(*init_args)
+        _init_worker(*(init_args[:-1] + (None,)))  # in this process: no parent to watch
         for batch in _flat_batches(con, run_id):
             yield _evaluate_batch(batch)
         return

@@ -31,6 +31,7 @@ with T, and where it has one after T, W ends with T.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from typing import Any
 
 import duckdb
 
-from evaluator.store import atomic, fetch_one, fetch_value
+from evaluator.store import atomic, connect, fetch_one, fetch_value
 
 WORD_PATTERN = r"[\pL\pN\pM]+"  # RE2: letters, digits, combining marks
 # Folding (see above): lower(), long s to s, dotted capital I to dotless i.
@@ -97,6 +98,30 @@ def build(con: duckdb.DuckDBPyConnection, run_id: int) -> IndexSummary:
         ) or (0, 0)
         con.execute("INSERT INTO search_indexes VALUES (?, now(), ?, ?)", [run_id, responses, words])
     return IndexSummary(run_id, responses, int(words), int(postings), time.perf_counter() - started)
+
+
+def build_staged(db: str | os.PathLike[str] | None, run_id: int) -> IndexSummary:
+    """Build the run's index without holding the store meanwhile: copy the run's answers out,
+    index them in a staging file, then swap the index in, in one short transaction."""
+    from evaluator.staging import RunChangedError, attached, copy_back, snapshot_run, staging_area
+
+    with staging_area(db) as stage:
+        with connect(db) as con:  # read window
+            content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id])
+            snapshot_run(con, run_id, stage, tables=("runs", "responses"))
+        scon = stage.connect()
+        try:
+            summary = build(scon, run_id)
+        finally:
+            scon.close()
+        with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):  # write window
+            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != content_hash:
+                raise RunChangedError("the run was replaced or removed while it was being indexed; nothing was "
+                                      "written: run the command again")
+            drop(con, run_id)
+            for table in ("search_words", "search_vocab", "search_indexes"):
+                copy_back(con, alias, table, "run_id = $run", {"run": run_id})
+    return summary
 
 
 def is_built(con: duckdb.DuckDBPyConnection, run_id: int) -> bool:

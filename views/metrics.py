@@ -5,7 +5,7 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
-from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store, store_path
 from evaluator.queries import metrics as q
 
 st.title("Metrics")
@@ -49,8 +49,7 @@ if not mine:
     if can_compute and st.button("Compute now (heuristic judge)", key="compute_metrics", type="primary"):
         with st.spinner(f"Computing TRUST-SCORE for {run}…"):
             try:
-                with store() as con:
-                    q.compute(con, run, judge=q.DEFAULT_JUDGE, with_overrides=with_overrides)
+                q.compute(store_path(), run, judge=q.DEFAULT_JUDGE, with_overrides=with_overrides)
             except Exception as exc:  # shown to the user, never swallowed
                 st.error("Computing the metrics failed:")
                 st.text(str(exc))

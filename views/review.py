@@ -12,12 +12,14 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import highlight, reviewing
-from dashboard.common import select_in_url, sidebar_run_picker, store
-from evaluator.overrides import OverrideError, add_override, allowed_values, apply_carried, targets_for
+from dashboard.common import select_in_url, sidebar_run_picker, store, store_path
+from evaluator import pending
+from evaluator.overrides import OverrideError, allowed_values, targets_for
 from evaluator.queries import review as q
 from evaluator.review_config import load_review_config
 
 TARGET_LABELS = {"overall": "Overall verdict", "refused": "Refused (used by the metrics)"}
+SAVE_WAIT_S = 2.0  # a save waits this long for a busy store, then stays pending (never lost)
 
 
 def _response_id() -> int | None:
@@ -44,32 +46,64 @@ def _pick_response() -> None:
     st.stop()
 
 
+def _save(save: dict, done_message: str) -> bool:
+    """Keep the save durably (evaluator.pending), then write it if the store is free within a
+    moment; otherwise it stays pending and the background writer lands it when the store frees.
+    Returns False (with the error kept to show) when the save can never be written."""
+    try:
+        token = pending.submit(store_path(), save)
+    except OverrideError as exc:
+        st.session_state["override_error"] = str(exc)
+        return False
+    outcome = pending.apply(store_path(), [token], timeout_s=SAVE_WAIT_S)[0]
+    st.session_state.pop("override_error", None)
+    if outcome.state == "failed":
+        st.session_state["override_error"] = outcome.message or "the override could not be written"
+        return False
+    if outcome.state == "pending":
+        st.session_state["override_pending"] = (
+            "Kept as pending: another program is using the store. It will be written as soon as the store "
+            "is free — you can go on reviewing; it shows under *Pending saves* until then.")
+    else:
+        st.session_state["override_done"] = done_message
+    return True
+
+
 def _submit(response_id: int, evaluation_id: int, reviewer: str) -> None:
-    """Button callback: write the override, or keep the error to show; nothing is written on error."""
+    """Button callback: save the override; on an error keep what was typed and say what to fix."""
     target = st.session_state.get("override_target")
     value = st.session_state.get(f"override_value_{target}")
     reason = st.session_state.get("override_reason", "")
-    try:
-        with store() as con:
-            add_override(con, response_id, target, value or "", reason, reviewer, evaluation_id=evaluation_id)
-    except OverrideError as exc:
-        st.session_state["override_error"] = str(exc)
-        return
-    st.session_state["override_reason"] = ""
-    st.session_state.pop(f"override_value_{target}", None)  # the next default flips the new verdict
-    st.session_state.pop("override_error", None)
-    st.session_state["override_done"] = f"Override saved: {target} → {value}."
+    saved = _save({"kind": "override", "response_id": response_id, "target": target, "new_value": value or "",
+                   "reason": reason, "reviewer": reviewer, "evaluation_id": evaluation_id},
+                  f"Override saved: {target} → {value}.")
+    if saved:
+        st.session_state["override_reason"] = ""
+        st.session_state.pop(f"override_value_{target}", None)  # the next default flips the new verdict
 
 
 def _apply(response_id: int, carried_from: int, evaluation_id: int, reviewer: str) -> None:
-    try:
-        with store() as con:
-            apply_carried(con, response_id, carried_from, reviewer, evaluation_id)
-    except OverrideError as exc:
-        st.session_state["override_error"] = str(exc)
+    _save({"kind": "carry", "response_id": response_id, "carried_from": carried_from, "reviewer": reviewer,
+           "evaluation_id": evaluation_id}, "Carried override applied.")
+
+
+def _pending_saves(response_id: int) -> None:
+    """Saves of this response that are kept but not in the store yet, and any it refused."""
+    waiting = pending.pending(store_path(), response_id)
+    refused = [f for f in pending.iter_failed(store_path()) if f.get("save", {}).get("response_id") == response_id]
+    if not waiting and not refused:
         return
-    st.session_state.pop("override_error", None)
-    st.session_state["override_done"] = "Carried override applied."
+    st.subheader("Pending saves")
+    for item in waiting:
+        what = (f"{highlight.inline(item.get('target', ''))} → {reviewing.badge(item.get('new_value'))}"
+                if item.get("kind") == "override" else "carried override")
+        st.markdown(f":orange-badge[pending] {what} · by {highlight.inline(item.get('reviewer', ''))} — "
+                    "waiting for the store to be free")
+    for item in refused:
+        save = item.get("save", {})
+        st.error(f"Not saved ({highlight.inline(save.get('target', 'carried override'))} → "
+                 f"{highlight.inline(save.get('new_value', ''))}, by {highlight.inline(save.get('reviewer', ''))}): "
+                 f"{highlight.inline(item.get('error', ''))}", icon=":material/error:")
 
 
 def _override_form(response_id: int, evaluation_id: int, current: dict[str, str | None], targets: list[str],
@@ -90,6 +124,8 @@ def _override_form(response_id: int, evaluation_id: int, current: dict[str, str 
         st.error(st.session_state.pop("override_error"), icon=":material/error:")
     if "override_done" in st.session_state:
         st.success(st.session_state.pop("override_done"), icon=":material/check_circle:")
+    if "override_pending" in st.session_state:
+        st.info(st.session_state.pop("override_pending"), icon=":material/schedule:")
     st.button("Save override", type="primary", disabled=disabled, on_click=_submit,
               args=(response_id, evaluation_id, reviewer or ""), key="save_override")
 
@@ -179,6 +215,7 @@ with right:
     _override_form(response_id, evaluation_id, current, targets, reviewer)
     _carried(candidates, response_id, evaluation_id, reviewer)
 
+_pending_saves(response_id)
 st.subheader("Override history")
 if history:
     frame = pd.DataFrame(history)

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from evaluator.cli.common import UsageError
 from evaluator.readers import InputError
-from evaluator.store import StoreBusyError
+from evaluator.staging import RunChangedError
+from evaluator.store import StoreBusyError, set_waiting
 
 # Module name -> command name; the order is the order of `--help`.
 COMMANDS = {
@@ -44,21 +45,46 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         command_parser = sub.add_parser(command, help=module.HELP, description=module.HELP)
         command_parser.add_argument("--db", help="store file (default: $EVALUATOR_DB or data/evaluator.duckdb)")
+        command_parser.add_argument(
+            "--wait", type=float, metavar="SECONDS",
+            help="how long to wait while another program (the dashboard, another command) uses the store "
+                 "(default: $EVALUATOR_WAIT or 600)")
         module.add_arguments(command_parser)
         command_parser.set_defaults(handler=module.run)
     return parser
+
+
+class WaitLine:
+    """The CLI's progress line while it waits for the store: rewritten in place on a terminal,
+    one line every 10 s otherwise (logs of CI jobs)."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.last_line = -10.0
+
+    def __call__(self, waited: float, holder: str | None) -> None:
+        text = f"waiting for the store ({holder or 'another program'} is using it)… {waited:.0f} s"
+        if self.tty:
+            print(f"\r{text}\x1b[K", end="", file=sys.stderr, flush=True)
+        elif waited - self.last_line >= 10:
+            self.last_line = waited
+            print(text, file=sys.stderr, flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `evaluator report | head` ends quietly, like other tools
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     args = build_parser().parse_args(argv)
+    if args.wait is not None and args.wait < 0:
+        print("evaluator: error: --wait: give a number of seconds >= 0", file=sys.stderr)
+        return 2
+    set_waiting(timeout_s=args.wait, on_wait=WaitLine(), label=f"evaluator {args.command}")
     try:
         return int(args.handler(args) or 0)
     except (InputError, UsageError) as exc:
         print(f"evaluator: error: {exc}", file=sys.stderr)
         return 2
-    except StoreBusyError as exc:
+    except (StoreBusyError, RunChangedError) as exc:
         print(f"evaluator: error: {exc}", file=sys.stderr)
         return 1
     except FileNotFoundError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from evaluator.samples import load_samples
-from evaluator.store import connect, resolve_db_path
+from evaluator.store import resolve_db_path
 
 HELP = "load the sample runs of data/ into the store if it has no runs yet, and evaluate them"
 
@@ -15,7 +15,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with connect(args.db) as con:
-        load_samples(con)
+    load_samples(args.db)
     print(f"store: {resolve_db_path(args.db)}")
     return 0

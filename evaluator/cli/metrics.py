@@ -8,7 +8,6 @@ import sys
 from evaluator.cli.common import UsageError, print_json, print_table
 from evaluator.judges import JUDGE_NAMES, JudgeError
 from evaluator.metrics.runner import compute_and_store
-from evaluator.store import connect
 
 HELP = "compute F1GR and F1AC per provider of a run (dataset-level metrics, SPEC §6)"
 KEYS = ["provider", "f1gr", "f1_ref", "f1_ans", "f1ac", "p_ac", "r_ac",
@@ -25,11 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    with connect(args.db) as con:
-        try:
-            results = compute_and_store(con, args.run, args.judge, args.with_overrides)
-        except JudgeError as exc:
-            raise UsageError(f"judge {args.judge!r} failed: {exc}") from None
+    try:
+        results = compute_and_store(args.db, args.run, args.judge, args.with_overrides)
+    except JudgeError as exc:
+        raise UsageError(f"judge {args.judge!r} failed: {exc}") from None
     rows = [{"provider": r.provider, **{k: getattr(r.score, k) for k in KEYS[1:]}} for r in results]
     if args.json:
         print_json(rows)

@@ -8,7 +8,6 @@ import sys
 from evaluator.cli.common import load_rules_arg, print_json
 from evaluator.evaluations import RULESETS
 from evaluator.recompute import recompute
-from evaluator.store import connect
 
 HELP = "recompute the six checks and three flags of a run (all providers) and store the evaluation"
 
@@ -28,9 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     rules = load_rules_arg(args.rules)
-    with connect(args.db) as con:
-        result = recompute(con, args.run, args.ruleset, rules=rules, with_spans=args.spans,
-                           workers=args.workers, progress=sys.stderr.isatty())
+    result = recompute(args.db, args.run, args.ruleset, rules=rules, with_spans=args.spans,
+                       workers=args.workers, progress=sys.stderr.isatty())
     summary = {"evaluation_id": result.evaluation_id, "run": result.run, "ruleset": result.ruleset,
                "rules_hash": result.rules_hash, "responses": result.n_responses,
                "duration_s": round(result.duration_s, 3)}

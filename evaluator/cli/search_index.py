@@ -26,18 +26,19 @@ def run(args: argparse.Namespace) -> int:
         if args.drop:
             with atomic(con):
                 search_index.drop(con, run_id)
-            summary: dict[str, object] = {"run": args.run, "dropped": True}
-            message = f"search index of {args.run} dropped"
-        else:
-            if sys.stderr.isatty():
-                n = fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id])
-                print(f"indexing the words of {n} responses of {args.run} (about a minute per million)…",
-                      file=sys.stderr, flush=True)
-            built = search_index.build(con, run_id)
-            summary = {"run": args.run, "responses": built.responses, "words": built.words,
-                       "postings": built.postings, "duration_s": round(built.duration_s, 3)}
-            message = (f"search index of {args.run}: {built.responses} responses, {built.words} distinct words, "
-                       f"built in {built.duration_s:.2f} s")
+        n = fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id])
+    if args.drop:
+        summary: dict[str, object] = {"run": args.run, "dropped": True}
+        message = f"search index of {args.run} dropped"
+    else:
+        if sys.stderr.isatty():
+            print(f"indexing the words of {n} responses of {args.run} (about a minute per million)…",
+                  file=sys.stderr, flush=True)
+        built = search_index.build_staged(args.db, run_id)  # holds the store only to copy in and out
+        summary = {"run": args.run, "responses": built.responses, "words": built.words,
+                   "postings": built.postings, "duration_s": round(built.duration_s, 3)}
+        message = (f"search index of {args.run}: {built.responses} responses, {built.words} distinct words, "
+                   f"built in {built.duration_s:.2f} s")
     if args.json:
         print_json(summary)
     else:

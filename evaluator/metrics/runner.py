@@ -3,6 +3,7 @@ per provider once over all its responses, store the value with its components an
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -17,17 +18,20 @@ from evaluator.cli.common import run_id_for
 from evaluator.judges import Judge, JudgeVerdict, make_judge
 from evaluator.metrics.trust import TrustScore, trust_score
 from evaluator.recompute import RUN_ROWS_SQL, response_input
-from evaluator.store import atomic, fetch_one
+from evaluator.staging import RunChangedError, snapshot_run, staging_area
+from evaluator.store import atomic, connect, fetch_one
 from evaluator.types import ResponseInput
 
 METRIC = "trust_score"
 
 
 class StoreJudgeCache:
-    """Judge replies cached in the store's judge_cache table, so a re-run costs nothing."""
+    """Judge replies cached in a judge_cache table (the staging file's copy of the store's), so a
+    re-run costs nothing; replies new in this run are remembered to be written back."""
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
+        self.new: list[tuple[str, str, str, str]] = []
 
     def get(self, judge: str, model: str, prompt_hash: str) -> str | None:
         row = fetch_one(self.con, "SELECT reply FROM judge_cache WHERE judge = ? AND model = ? AND prompt_hash = ?",
@@ -38,6 +42,7 @@ class StoreJudgeCache:
         self.con.execute(
             "INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, now())", [judge, model, prompt_hash, reply]
         )
+        self.new.append((judge, model, prompt_hash, reply))
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ def refused_overrides(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[int, 
 
 
 def compute_and_store(
-    con: duckdb.DuckDBPyConnection,
+    db: str | os.PathLike[str] | None,
     run_name: str,
     judge: str = "heuristic",
     with_overrides: bool = False,
@@ -79,10 +84,35 @@ def compute_and_store(
     judge_options: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[ProviderMetrics]:
-    """TRUST-SCORE per provider of the run; one metric_results row each (+ per-response rows)."""
-    run_id = run_id_for(con, run_name)
-    judge_impl: Judge = make_judge(judge, cache=StoreJudgeCache(con), **(judge_options or {}))
-    overrides = refused_overrides(con, run_id) if with_overrides else {}
+    """TRUST-SCORE per provider of the run; one metric_results row each (+ per-response rows).
+
+    The store is held only to copy the run out and to append the results: the judging (an LLM
+    judge may take minutes) reads the staging file (evaluator.staging)."""
+    with staging_area(db) as stage:
+        with connect(db) as con:  # read window
+            run_id = run_id_for(con, run_name)
+            content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id])
+            overrides = refused_overrides(con, run_id) if with_overrides else {}
+            snapshot_run(con, run_id, stage, extra={"judge_cache": ("SELECT * FROM judge_cache WHERE judge = $judge",
+                                                                    {"judge": judge})})
+        scon = stage.connect()
+        try:
+            cache = StoreJudgeCache(scon)
+            judge_impl: Judge = make_judge(judge, cache=cache, **(judge_options or {}))
+            computed = _judge_and_score(scon, run_id, judge_impl, overrides, progress)
+        finally:
+            scon.close()
+        with connect(db) as con, atomic(con):  # write window
+            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != content_hash:
+                raise RunChangedError(f"run {run_name!r} was replaced or removed while its metrics were computed; "
+                                 "nothing was written: run the command again")
+            if cache.new:
+                con.executemany("INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, now())", cache.new)
+            return _store(con, run_id, judge_impl, with_overrides, computed)
+
+
+def _judge_and_score(con: duckdb.DuckDBPyConnection, run_id: int, judge_impl: Judge, overrides: dict[int, bool],
+                     progress: Callable[[int], None] | None) -> list[tuple[str, TrustScore, list[int]]]:
     computed: list[tuple[str, TrustScore, list[int]]] = []
     for provider, items in sorted(_responses_by_provider(con, run_id).items()):
         verdicts: dict[str, JudgeVerdict] = {}
@@ -94,36 +124,44 @@ def compute_and_store(
         by_question = {resp.question_id: overrides[rid] for rid, resp in items if rid in overrides}
         score = trust_score([resp for _, resp in items], verdicts, by_question)
         computed.append((provider, score, [rid for rid, _ in items]))
-    return _store(con, run_id, judge_impl, with_overrides, computed)
+    return computed
 
 
 def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overrides: bool,
            computed: list[tuple[str, TrustScore, list[int]]]) -> list[ProviderMetrics]:
-    stored = []
+    """Write the scores set-wise, whatever the number of providers (callers hold the transaction)."""
     judge_name = getattr(judge, "name", "judge")
-    with atomic(con):
-        for provider, score, response_ids in computed:
-            metric_result_id = int(fetch_one(con, "SELECT nextval('metric_result_ids')")[0])  # type: ignore[index]
-            con.execute(
-                "INSERT INTO metric_results VALUES (?, ?, ?, ?, ?, ?, ?, ?, now())",
-                [metric_result_id, run_id, provider, METRIC, judge_name, with_overrides, score.f1gr,
-                 orjson.dumps(score.components()).decode()],
-            )
-            rows = pa.table({
-                "response_id": response_ids,
-                "refused": [r.refused for r in score.rows],
-                "refused_by": [r.refused_by for r in score.rows],
-                "answerable": [r.answerable for r in score.rows],
-                "ac_q": [float(r.ac_q) for r in score.rows],
-            })
-            con.register("metric_rows", rows)
-            try:
-                con.execute("INSERT INTO metric_responses SELECT ?, response_id, refused, refused_by, answerable, "
-                            "ac_q FROM metric_rows", [metric_result_id])
-            finally:
-                con.unregister("metric_rows")
-            stored.append(ProviderMetrics(metric_result_id, provider, score))
-    return stored
+    ids = [int(row[0]) for row in con.execute("SELECT nextval('metric_result_ids') FROM range($n)",
+                                              {"n": len(computed)}).fetchall()]
+    results = pa.table({
+        "metric_result_id": pa.array(ids, pa.int64()),
+        "provider": [provider for provider, _, _ in computed],
+        "value": pa.array([score.f1gr for _, score, _ in computed], pa.float64()),
+        "components": [orjson.dumps(score.components()).decode() for _, score, _ in computed],
+    })
+    rows = pa.table({
+        "metric_result_id": pa.array([i for i, (_, _, rids) in zip(ids, computed, strict=True) for _ in rids],
+                                     pa.int64()),
+        "response_id": pa.array([rid for _, _, rids in computed for rid in rids], pa.int64()),
+        "refused": pa.array([r.refused for _, score, _ in computed for r in score.rows], pa.bool_()),
+        "refused_by": pa.array([r.refused_by for _, score, _ in computed for r in score.rows], pa.string()),
+        "answerable": pa.array([r.answerable for _, score, _ in computed for r in score.rows], pa.bool_()),
+        "ac_q": pa.array([float(r.ac_q) for _, score, _ in computed for r in score.rows], pa.float64()),
+    })
+    con.register("metric_scores", results)
+    con.register("metric_rows", rows)
+    try:
+        con.execute("""INSERT INTO metric_results
+                       SELECT metric_result_id, $run, provider, $metric, $judge, $with_overrides, value,
+                              components::JSON, now()
+                       FROM metric_scores""",
+                    {"run": run_id, "metric": METRIC, "judge": judge_name, "with_overrides": with_overrides})
+        con.execute("INSERT INTO metric_responses SELECT metric_result_id, response_id, refused, refused_by, "
+                    "answerable, ac_q FROM metric_rows")
+    finally:
+        con.unregister("metric_scores")
+        con.unregister("metric_rows")
+    return [ProviderMetrics(i, provider, score) for i, (provider, score, _) in zip(ids, computed, strict=True)]
 
 
 def timed(fn: Callable[[], Any]) -> tuple[Any, float]:

@@ -147,10 +147,10 @@ def compute_available() -> bool:
     return _compute_function() is not None
 
 
-def compute(con: duckdb.DuckDBPyConnection, run_name: str, *, judge: str = DEFAULT_JUDGE,
-            with_overrides: bool = False) -> Any:
-    """Compute and store the run's metrics through the metrics runner (which must exist)."""
+def compute(db: str, run_name: str, *, judge: str = DEFAULT_JUDGE, with_overrides: bool = False) -> Any:
+    """Compute and store the run's metrics through the metrics runner (which must exist); it opens
+    the store at `db` only to read the run and to write the results."""
     function = _compute_function()
     if function is None:
         raise RuntimeError("the metrics runner (evaluator.metrics.runner.compute_and_store) is not available")
-    return function(con, run_name, judge=judge, with_overrides=with_overrides)
+    return function(db, run_name, judge=judge, with_overrides=with_overrides)

@@ -55,7 +55,7 @@ def test_a_reviewer_refused_override_is_used_with_overrides(cli, sample_store):
         ).fetchall()
         con.execute(
             "INSERT INTO overrides VALUES (nextval('override_ids'), ?, NULL, 'refused', 'false', 'true', "
-            "'treat as refused', 'alice', now(), NULL)", [response_id]
+            "'treat as refused', 'alice', now(), NULL, NULL)", [response_id]
         )
     before = {r["provider"]: r for r in _metrics(cli, sample_store, "ramayana")}
     after = {r["provider"]: r for r in _metrics(cli, sample_store, "ramayana", "--with-overrides")}

@@ -23,7 +23,7 @@ def override(con: duckdb.DuckDBPyConnection, rid: int, target: str, value: str, 
     next_id = con.execute("SELECT coalesce(max(override_id), 0) + 1 FROM overrides").fetchall()[0][0]
     con.execute(
         """INSERT INTO overrides VALUES (?, ?, NULL, ?, NULL, ?, 'test', 'qa',
-                                         TIMESTAMP '2026-01-01 00:00:00' + to_minutes(?), NULL)""",
+                                         TIMESTAMP '2026-01-01 00:00:00' + to_minutes(?), NULL, NULL)""",
         [next_id, rid, target, value, minute],
     )
 

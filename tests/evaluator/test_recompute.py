@@ -36,9 +36,9 @@ def _stored(con, evaluation_id: int) -> tuple[list, list, list]:  # type: ignore
 @pytest.mark.parametrize("with_spans", [True, False])
 def test_a_process_pool_stores_the_same_evaluation(store, monkeypatch, run, with_spans):
     monkeypatch.setattr(rc, "BATCH_ROWS", 7)  # several batches, so several questions span batches
+    alone = rc.recompute(store, run, "t3_aware", with_spans=with_spans, workers=1)
+    pooled = rc.recompute(store, run, "t3_aware", with_spans=with_spans, workers=2)
     with connect(store) as con:
-        alone = rc.recompute(con, run, "t3_aware", with_spans=with_spans, workers=1)
-        pooled = rc.recompute(con, run, "t3_aware", with_spans=with_spans, workers=2)
         assert alone.n_responses == pooled.n_responses > 0
         first, second = _stored(con, alone.evaluation_id), _stored(con, pooled.evaluation_id)
     assert first == second

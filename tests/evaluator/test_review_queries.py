@@ -27,7 +27,7 @@ def _as_set(spans: dict[int, list[dict]]) -> dict[int, set[tuple]]:
 def test_spans_of_a_verdicts_only_evaluation_are_computed_for_display(sample_store):
     with connect(sample_store) as con:
         stored = _latest(con, "clearpath", "t3_aware")
-        verdicts_only = recompute(con, "clearpath", "t3_aware", with_spans=False).evaluation_id
+        verdicts_only = recompute(sample_store, "clearpath", "t3_aware", with_spans=False).evaluation_id
         assert fetch_value(con, "SELECT count(*) FROM check_results WHERE evaluation_id = ? "
                                 "AND spans::VARCHAR <> '[]'", [verdicts_only]) == 0
         ids = _ids(con, "clearpath")

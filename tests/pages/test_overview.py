@@ -121,7 +121,7 @@ def test_with_overrides_a_reviewer_verdict_changes_the_pass_rate(open_page, samp
         ).fetchall()[0][0]
         con.execute(
             """INSERT INTO overrides VALUES (1001, ?, NULL, 'overall', 'PASS', 'FAIL', 'not a proper refusal',
-                                             'qa', now(), NULL)""",
+                                             'qa', now(), NULL, NULL)""",
             [response_id],
         )
     plain = rate(frame_with(open_page(), "run", "pass_rate"), "ramayana", "openai", "T3")

@@ -1,0 +1,126 @@
+"""Staging: a private DuckDB file where a command does its heavy work without holding the store.
+
+A command that writes to the store in bulk (recompute, metrics, search-index) works in three
+steps, so reviewers are kept waiting only for the two short ones:
+
+1. *read window* — the store is open just long enough to copy the rows the work needs into the
+   staging file (`snapshot_run`), in DuckDB, without going through Python;
+2. the work — evaluating, judging, indexing — reads and writes only the staging file;
+3. *write window* — the store is open again for one transaction that appends the results from
+   the staging file (`attached`).
+
+The staging file has the store's own schema (the same migrations), so the pipeline's SQL runs
+unchanged against either. It lives beside the store (`STORE.staging/<pid>-…/`), is removed when
+the command ends, and what a killed command left behind is removed by the next one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from evaluator.store import migrate, quote_ident, quote_literal, resolve_db_path
+
+# Tables a run is made of, and the SQL that selects one run's rows of each ($run: its run_id).
+RUN_TABLES = {
+    "runs": "SELECT * FROM runs WHERE run_id = $run",
+    "questions": "SELECT * FROM questions WHERE run_id = $run",
+    "responses": "SELECT * FROM responses WHERE run_id = $run",
+    "retrieved": """SELECT * FROM retrieved
+                    WHERE response_id IN (SELECT response_id FROM responses WHERE run_id = $run)""",
+    "chunks": """SELECT * FROM chunks WHERE chunk_key IN (
+                     SELECT rt.chunk_key FROM retrieved rt JOIN responses r USING (response_id)
+                     WHERE r.run_id = $run)""",
+}
+
+
+class RunChangedError(RuntimeError):
+    """The run was replaced or removed between reading it and writing what was computed from it;
+    nothing was written."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    path: Path
+
+    def connect(self) -> duckdb.DuckDBPyConnection:
+        """The staging file's own instance (never open while it is attached to the store)."""
+        return duckdb.connect(str(self.path))
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove_abandoned(folder: Path) -> None:
+    """Staging left by commands that were killed (their pid is gone)."""
+    for entry in folder.iterdir() if folder.is_dir() else ():
+        pid_text = entry.name.split("-", 1)[0]
+        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+@contextmanager
+def staging_area(db: str | os.PathLike[str] | None) -> Iterator[Stage]:
+    """A fresh staging file with the store's schema, removed afterwards whatever happens."""
+    store_path = resolve_db_path(db)
+    parent = store_path.with_name(store_path.name + ".staging")
+    parent.mkdir(parents=True, exist_ok=True)
+    _remove_abandoned(parent)
+    folder = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent))
+    try:
+        stage = Stage(folder / "stage.duckdb")
+        con = stage.connect()
+        try:
+            migrate(con)
+        finally:
+            con.close()
+        yield stage
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            parent.rmdir()  # only when empty
+
+
+@contextmanager
+def attached(con: duckdb.DuckDBPyConnection, stage: Stage, *, read_only: bool = False) -> Iterator[str]:
+    """The staging file attached to the store's instance under a fresh alias (quoted, ready to use)."""
+    alias = quote_ident(f"stage_{uuid.uuid4().hex[:12]}")
+    con.execute(f"ATTACH {quote_literal(str(stage.path))} AS {alias}{' (READ_ONLY)' if read_only else ''}")
+    try:
+        yield alias
+    finally:
+        con.execute(f"DETACH {alias}")
+
+
+def snapshot_run(con: duckdb.DuckDBPyConnection, run_id: int, stage: Stage, *,
+                 tables: tuple[str, ...] = tuple(RUN_TABLES), extra: dict[str, tuple[str, dict]] | None = None) -> None:
+    """Copy one run's `tables` (default: all of it), and any `extra` table (name -> (SELECT,
+    parameters)), into the staging file."""
+    with attached(con, stage) as alias:
+        for table in tables:
+            select = RUN_TABLES[table]
+            con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", {"run": run_id})
+        for table, (select, params) in (extra or {}).items():
+            con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", params)
+
+
+def copy_back(con: duckdb.DuckDBPyConnection, alias: str, table: str, where: str, params: dict) -> None:
+    """Append the staging file's rows of `table` that match `where` to the store's table
+    (callers hold the transaction; both tables have the same columns, from the same migrations)."""
+    con.execute(f"INSERT INTO {quote_ident(table)} SELECT * FROM {alias}.{quote_ident(table)} WHERE {where}", params)
