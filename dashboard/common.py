@@ -6,6 +6,7 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 import duckdb
@@ -51,8 +52,11 @@ def store() -> Iterator[duckdb.DuckDBPyConnection]:
     set_waiting(label="the dashboard")
     pending.start_drainer(store_path())  # reviewers' saves kept while the store was busy
     on_wait, done = waiting_notice()
+    # Pages only read: they share the store with each other and with the CLI's reading steps;
+    # only a save (evaluator.pending) opens it for writing. A missing store is created empty.
+    read_only = Path(store_path()).exists()
     try:
-        with connect(store_path(), timeout_s=PAGE_WAIT_S, on_wait=on_wait) as con:
+        with connect(store_path(), read_only=read_only, timeout_s=PAGE_WAIT_S, on_wait=on_wait) as con:
             done()
             yield con
     except StoreBusyError:

@@ -72,8 +72,11 @@ def submit(db: str | os.PathLike[str] | None, save: dict[str, Any], *, config: R
 
 
 def _write_whole(path: Path, text: str) -> None:
-    """Write, fsync and rename into place: a crash leaves the old state or the new one."""
-    partial = path.with_name(path.name + ".partial")
+    """Write, fsync and rename into place: a crash leaves the old state or the new one.
+
+    Each writer has its own partial file: the page and the drainer may finish the same save at
+    once, and with one shared name one truncates the other's file and then finds it renamed away."""
+    partial = path.with_name(f"{path.name}.{uuid.uuid4().hex}.partial")
     with open(partial, "w", encoding="utf-8") as handle:
         handle.write(text)
         handle.flush()

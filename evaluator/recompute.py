@@ -26,6 +26,7 @@ from evaluator.types import GoldClaim, ResponseEvaluation, ResponseInput, Retrie
 from evaluator.workers import die_with_parent
 
 BATCH_ROWS = 20_000
+STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's sequence gives the real one
 PARALLEL_FROM = 50_000  # below this, a process pool costs more than it saves
 SPANS_UP_TO = 100_000  # store highlight spans for runs up to this size; bigger runs compute them on display
 
@@ -301,28 +302,29 @@ def recompute(
 
     rules = rules or load_rules()
     with staging_area(db) as stage:
-        with connect(db) as con:  # read window
+        with connect(db, read_only=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
             row = fetch_one(con, "SELECT profile, n_responses, content_hash FROM runs WHERE run_id = ?", [run_id])
             assert row is not None
             profile, n, content_hash = str(row[0]), int(row[1]), row[2]
-            evaluation_id = next_id(con, "evaluation_ids")
             snapshot_run(con, run_id, stage)
         if with_spans is None:
             with_spans = n <= SPANS_UP_TO
         scon = stage.connect()
         try:
-            duration = evaluate_into(scon, evaluation_id, run_id, ruleset, rules, profile, with_spans=with_spans,
+            duration = evaluate_into(scon, STAGED_EVALUATION_ID, run_id, ruleset, rules, profile, with_spans=with_spans,
                                      workers=workers, progress=progress, label=run_name)
         finally:
             scon.close()
-        # write window
+        # write window: the evaluation gets its id from the store's sequence as it is copied in
         with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):
             if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != (content_hash,):
                 raise RunChangedError(f"run {run_name!r} was replaced or removed while it was being evaluated; "
-                                 "nothing was written: run the command again")
+                                      "nothing was written: run the command again")
+            evaluation_id = next_id(con, "evaluation_ids")
             for table in ("evaluations", "response_results", "check_results", "flags", "evaluation_counts"):
-                copy_back(con, alias, table, "evaluation_id = $evaluation", {"evaluation": evaluation_id})
+                copy_back(con, alias, table, "evaluation_id = $staged", {"staged": STAGED_EVALUATION_ID},
+                          replace={"evaluation_id": evaluation_id})
     return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration)
 
 

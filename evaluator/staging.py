@@ -101,7 +101,8 @@ def staging_area(db: str | os.PathLike[str] | None) -> Iterator[Stage]:
 def attached(con: duckdb.DuckDBPyConnection, stage: Stage, *, read_only: bool = False) -> Iterator[str]:
     """The staging file attached to the store's instance under a fresh alias (quoted, ready to use)."""
     alias = quote_ident(f"stage_{uuid.uuid4().hex[:12]}")
-    con.execute(f"ATTACH {quote_literal(str(stage.path))} AS {alias}{' (READ_ONLY)' if read_only else ''}")
+    # Explicit mode: an instance opened read-only would otherwise attach read-only too.
+    con.execute(f"ATTACH {quote_literal(str(stage.path))} AS {alias} ({'READ_ONLY' if read_only else 'READ_WRITE'})")
     try:
         yield alias
     finally:
@@ -120,7 +121,13 @@ def snapshot_run(con: duckdb.DuckDBPyConnection, run_id: int, stage: Stage, *,
             con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", params)
 
 
-def copy_back(con: duckdb.DuckDBPyConnection, alias: str, table: str, where: str, params: dict) -> None:
-    """Append the staging file's rows of `table` that match `where` to the store's table
-    (callers hold the transaction; both tables have the same columns, from the same migrations)."""
-    con.execute(f"INSERT INTO {quote_ident(table)} SELECT * FROM {alias}.{quote_ident(table)} WHERE {where}", params)
+def copy_back(con: duckdb.DuckDBPyConnection, alias: str, table: str, where: str, params: dict,
+              replace: dict[str, int] | None = None) -> None:
+    """Append the staging file's rows of `table` that match `where` to the store's table, with the
+    columns of `replace` set to the given values (callers hold the transaction; both tables have
+    the same columns, from the same migrations)."""
+    columns = ", ".join(f"${'r_' + name} AS {quote_ident(name)}" for name in replace or {})
+    select = f"* REPLACE ({columns})" if columns else "*"
+    values = {**params, **{f"r_{name}": value for name, value in (replace or {}).items()}}
+    con.execute(f"INSERT INTO {quote_ident(table)} SELECT {select} FROM {alias}.{quote_ident(table)} WHERE {where}",
+                values)

@@ -213,6 +213,18 @@ def _open_duckdb(path: Path, read_only: bool, deadline: _Deadline) -> duckdb.Duc
             deadline.pause(holder_of(path))
 
 
+def _log_hold(db: Path, held_s: float, read_only: bool) -> None:
+    """With EVALUATOR_LOCK_LOG=FILE, one JSON line per time this process held the store (the
+    benchmark reports how long each command kept others out)."""
+    log = os.environ.get("EVALUATOR_LOCK_LOG")
+    if not log:
+        return
+    line = json.dumps({"pid": os.getpid(), "label": _WAITING.label, "store": str(db), "held_s": round(held_s, 4),
+                       "read_only": read_only})
+    with contextlib.suppress(OSError), open(log, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
 # --- one database instance per process and file ------------------------------------------
 
 
@@ -228,6 +240,7 @@ class _Instance:
         self.opening = False
         self.draining = False  # someone else is queued: let no new caller in, close when idle
         self.lock_fd: int | None = None
+        self.opened_at = 0.0
         self.mine = threading.local()  # how many cursors the current thread holds
 
     def acquire(self, read_only: bool, deadline: _Deadline) -> duckdb.DuckDBPyConnection:
@@ -249,19 +262,13 @@ class _Instance:
                 self.cond.wait(0.05)
             deadline.pause(holder_of(self.path) if self.con is None else None)
         try:
-            self.lock_fd = _take_turn(self.path, not read_only, deadline)
-            try:
-                con = _open_duckdb(self.path, read_only, deadline)
-                try:
-                    if not read_only:
-                        migrate(con)
-                except BaseException:
-                    con.close()
-                    raise
-            except BaseException:
+            con = self._open(read_only, deadline)
+            if read_only and len(applied_versions(con)) < len(MIGRATIONS):
+                # An older store: upgrade it first (once), then it serves readers as well.
+                con.close()
                 _leave_turn(self.path, self.lock_fd)
-                self.lock_fd = None
-                raise
+                read_only = False
+                con = self._open(read_only, deadline)
         except BaseException:
             with self.cond:
                 self.opening = False
@@ -269,8 +276,26 @@ class _Instance:
             raise
         with self.cond:
             self.con, self.read_only, self.opening, self.draining = con, read_only, False, False
+            self.opened_at = time.monotonic()
             self.cond.notify_all()
             return self._join()
+
+    def _open(self, read_only: bool, deadline: _Deadline) -> duckdb.DuckDBPyConnection:
+        """Take our turn (shared for readers, exclusive for writers), open the file, migrate it."""
+        self.lock_fd = _take_turn(self.path, not read_only, deadline)
+        try:
+            con = _open_duckdb(self.path, read_only, deadline)
+            try:
+                if not read_only:
+                    migrate(con)
+            except BaseException:
+                con.close()
+                raise
+        except BaseException:
+            _leave_turn(self.path, self.lock_fd)
+            self.lock_fd = None
+            raise
+        return con
 
     def _queued(self) -> bool:
         return _someone_queued(self.path)
@@ -294,6 +319,7 @@ class _Instance:
                     finally:
                         self.con = None
                         _leave_turn(self.path, self.lock_fd)
+                        _log_hold(self.path, time.monotonic() - self.opened_at, self.read_only)
                         self.lock_fd = None
                         self.draining = False
                         self.cond.notify_all()

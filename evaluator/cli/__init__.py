@@ -10,6 +10,7 @@ import argparse
 import importlib
 import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from evaluator.cli.common import UsageError
@@ -71,9 +72,20 @@ class WaitLine:
             print(text, file=sys.stderr, flush=True)
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM ends a command the way an error does: `finally` blocks run, so an open
+    transaction rolls back, worker processes end and the staging file is removed. A second
+    SIGTERM meanwhile ends the process at once (the next command removes what is left)."""
+    del frame
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    raise SystemExit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(signal, "SIGPIPE"):  # `evaluator report | head` ends quietly, like other tools
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    if threading.current_thread() is threading.main_thread():  # only there can Python set handlers
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     args = build_parser().parse_args(argv)
     if args.wait is not None and args.wait < 0:
         print("evaluator: error: --wait: give a number of seconds >= 0", file=sys.stderr)

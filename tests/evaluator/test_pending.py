@@ -1,0 +1,157 @@
+"""evaluator.pending: a reviewer's save is kept durably, written exactly once, and never lost
+while another process holds the store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evaluator import pending
+from evaluator.overrides import OverrideError
+from evaluator.store import connect, fetch_value
+
+# Another process that takes the store's turn for writing (as the CLI does), says "held",
+# and lets go when told to on stdin.
+HOLDER = textwrap.dedent(
+    """
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    from evaluator.store import connect, set_waiting
+    set_waiting(label="evaluator recompute")
+    with connect(sys.argv[1]) as con:
+        print("held", flush=True)
+        sys.stdin.readline()
+    """
+)
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _response_id(db: Path) -> int:
+    with connect(db) as con:
+        return int(fetch_value(con, """SELECT r.response_id FROM responses r JOIN runs USING (run_id)
+                                       WHERE runs.name = 'clearpath' ORDER BY r.response_id LIMIT 1"""))
+
+
+def _save(response_id: int, value: str = "FAIL", reviewer: str = "priya") -> dict:
+    return {"kind": "override", "response_id": response_id, "target": "overall", "new_value": value,
+            "reason": "checked by hand", "reviewer": reviewer}
+
+
+def _overrides(db: Path) -> list[tuple]:
+    with connect(db) as con:
+        return con.execute("SELECT response_id, target, old_value, new_value, reviewer, client_token "
+                           "FROM overrides ORDER BY override_id").fetchall()
+
+
+class Holder:
+    """The store held for writing by another process until release()."""
+
+    def __init__(self, db: Path) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(ROOT)], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None and self.process.stdout.readline().strip() == "held"
+
+    def release(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.write("go\n")
+            self.process.stdin.flush()
+        assert self.process.wait(timeout=30) == 0
+
+
+def test_a_save_on_a_free_store_is_written_at_once(sample_store: Path) -> None:
+    rid = _response_id(sample_store)
+    token = pending.submit(sample_store, _save(rid))
+    [outcome] = pending.apply(sample_store, [token])
+    assert outcome.state == "saved" and outcome.override_id is not None
+    assert _overrides(sample_store)[-1][:5] == (rid, "overall", "PASS", "FAIL", "priya")
+    assert pending.pending(sample_store) == []
+
+
+def test_a_save_while_another_process_writes_is_kept_pending_not_lost(sample_store: Path) -> None:
+    rid = _response_id(sample_store)
+    before = len(_overrides(sample_store))
+    holder = Holder(sample_store)
+    try:
+        token = pending.submit(sample_store, _save(rid))
+        [outcome] = pending.apply(sample_store, [token], timeout_s=0.5)
+        assert outcome.state == "pending"
+        assert [p["token"] for p in pending.pending(sample_store, rid)] == [token]
+    finally:
+        holder.release()
+    [outcome] = pending.apply(sample_store, [token])
+    assert outcome.state == "saved"
+    assert len(_overrides(sample_store)) == before + 1
+    assert pending.status(sample_store, token).state == "saved"
+
+
+def test_the_drainer_writes_pending_saves_once_the_store_frees(sample_store: Path) -> None:
+    rid = _response_id(sample_store)
+    holder = Holder(sample_store)
+    try:
+        token = pending.submit(sample_store, _save(rid))
+        drainer = pending.start_drainer(sample_store)
+    finally:
+        holder.release()
+    deadline = time.monotonic() + 30
+    while pending.status(sample_store, token).state == "pending" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    drainer.stop.set()
+    assert pending.status(sample_store, token).state == "saved"
+    assert [row[5] for row in _overrides(sample_store)].count(token) == 1
+
+
+def test_a_save_applied_twice_is_written_once(sample_store: Path) -> None:
+    rid = _response_id(sample_store)
+    token = pending.submit(sample_store, _save(rid))
+    record = json.loads((pending.journal_dir(sample_store) / f"{token}.json").read_text())
+    pending.apply(sample_store, [token])
+    # As if the process had crashed after the commit but before the journal said "done".
+    (pending.journal_dir(sample_store) / f"{token}.json").write_text(json.dumps(record))
+    [again] = pending.apply(sample_store, [token])
+    assert again.state == "saved"
+    assert [row[5] for row in _overrides(sample_store)].count(token) == 1
+
+
+def test_concurrent_saves_of_one_target_chain_their_old_values(sample_store: Path) -> None:
+    rid = _response_id(sample_store)
+    values = ["FAIL", "PASS"] * 10
+
+    def save(i: int) -> None:
+        token = pending.submit(sample_store, _save(rid, values[i], reviewer=f"r{i}"))
+        pending.apply(sample_store, [token], timeout_s=30)
+
+    threads = [threading.Thread(target=save, args=(i,)) for i in range(len(values))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = [row for row in _overrides(sample_store) if row[0] == rid and row[1] == "overall"]
+    assert len(rows) == len(values)
+    assert rows[0][2] == "PASS"  # the computed verdict it replaced
+    for previous, row in zip(rows, rows[1:], strict=False):
+        assert row[2] == previous[3]
+
+
+def test_a_save_that_can_never_be_written_is_refused_up_front(sample_store: Path) -> None:
+    rid = _response_id(sample_store)
+    with pytest.raises(OverrideError, match="reason"):
+        pending.submit(sample_store, {**_save(rid), "reason": "  "})
+    with pytest.raises(OverrideError, match="cannot be set"):
+        pending.submit(sample_store, {**_save(rid), "new_value": "MAYBE"})
+    assert pending.pending(sample_store) == []
+
+
+def test_a_save_the_store_refuses_is_kept_as_failed_with_its_reason(sample_store: Path) -> None:
+    token = pending.submit(sample_store, _save(10**9))  # no such response
+    [outcome] = pending.apply(sample_store, [token])
+    assert outcome.state == "failed" and "no response with id" in (outcome.message or "")
+    assert [f["token"] for f in pending.iter_failed(sample_store)] == [token]
+    assert pending.pending(sample_store) == []
