@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import duckdb
 
 from evaluator.cli.common import UsageError, run_id_for
 from evaluator.rules import Rules, load_rules
-from evaluator.store import db_path_of, fetch_one
+from evaluator.store import connect, db_path_of, fetch_one
 
 RULESETS = ("legacy", "t3_aware")
 
@@ -52,6 +53,32 @@ def ruleset_evaluation(
     print(f"evaluating {run_name} under {ruleset} (not stored yet)…", file=sys.stderr)
     # The caller's cursor keeps the store open meanwhile (it reads the evaluation next).
     return recompute(db_path_of(con), run_name, ruleset, rules=rules, progress=progress).evaluation_id
+
+
+def ensure_evaluation(db: str | os.PathLike[str] | None, run_name: str, ruleset: str | None, *,
+                      rules: Rules | None = None, any_rules: bool = False, progress: bool = False) -> None:
+    """Compute the run's evaluation under a computable rule set when it is not stored yet (with
+    these rules, or with any rules when any_rules), before the caller opens the store to read it:
+    so a report, export, gate or compare that needs a recompute holds the store only for the
+    recompute's own short windows. Anything else (unknown run, other rule sets) is left for the
+    caller's lookup to report."""
+    if ruleset not in RULESETS:
+        return
+    rules = rules or load_rules()
+    with connect(db, read_only=True) as con:
+        found = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
+        if found is None:
+            return
+        sql = "SELECT count(*) FROM evaluations WHERE run_id = ? AND ruleset = ?"
+        params: list = [found[0], ruleset]
+        if not any_rules:
+            sql, params = sql + " AND rules_hash = ?", [*params, rules.hash]
+        if fetch_one(con, sql, params) != (0,):
+            return
+    from evaluator.recompute import recompute
+
+    print(f"evaluating {run_name} under {ruleset} (not stored yet)…", file=sys.stderr)
+    recompute(db, run_name, ruleset, rules=rules, progress=progress)
 
 
 def evaluation_for(

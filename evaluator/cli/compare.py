@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from evaluator.cli.common import UsageError, load_rules_arg, print_json, print_table, run_id_for
-from evaluator.evaluations import RULESETS, recorded_evaluation, ruleset_evaluation
+from evaluator.evaluations import RULESETS, ensure_evaluation, recorded_evaluation, ruleset_evaluation
 from evaluator.queries import before_after, compare
 from evaluator.queries.overview import latest_evaluation, rulesets
 from evaluator.store import connect
@@ -63,7 +63,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("give either --against RUN_B (two runs) or --vs-ruleset RULESET (two rule sets), not both")
     if not args.against and not args.vs_ruleset:
         raise UsageError("say what to compare with: --against RUN_B or --vs-ruleset RULESET")
-    with connect(args.db) as con:
+    rules = load_rules_arg(args.rules)
+    for run_name, ruleset in ((args.run, side_a or "t3_aware"), (args.against, side_a or "t3_aware"),
+                              (args.run, args.vs_ruleset)):
+        if run_name and ruleset:
+            ensure_evaluation(args.db, run_name, ruleset, rules=rules, any_rules=args.rules is None,
+                              progress=sys.stderr.isatty())
+    with connect(args.db, read_only=True) as con:
         if args.against:
             if args.against == args.run:
                 raise UsageError("--run and --against name the same run; use --vs-ruleset to compare rule sets")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from evaluator.cli.common import load_rules_arg
 from evaluator.cli.report import add_verdict_source
-from evaluator.evaluations import evaluation_for
+from evaluator.evaluations import ensure_evaluation, evaluation_for
 from evaluator.export import export_format, export_rows, write_export
 from evaluator.queries.report import flags_evaluation_id
 from evaluator.store import connect
@@ -26,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     fmt = export_format(out)
     rules = None if args.recorded else load_rules_arg(args.rules)
-    with connect(args.db) as con:
+    if not args.recorded:
+        ensure_evaluation(args.db, args.run, args.ruleset, rules=rules, progress=sys.stderr.isatty())
+    with connect(args.db, read_only=True) as con:
         evaluation_id = evaluation_for(con, args.run, ruleset=args.ruleset, recorded=args.recorded,
                                        rules=rules, progress=sys.stderr.isatty())
         tmp = out.with_name(out.name + ".partial")

@@ -9,10 +9,12 @@ responses for a provider misses: a gate cannot pass on figures it does not have.
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from evaluator.cli.common import UsageError, print_json
+from evaluator.cli.common import UsageError, load_rules_arg, print_json
 from evaluator.cli.compare import RECORDED, resolve
+from evaluator.evaluations import ensure_evaluation
 from evaluator.queries.overview import pass_rate_counts
 from evaluator.store import connect
 
@@ -53,7 +55,9 @@ def parse_threshold(text: str) -> tuple[str, float]:
 def run(args: argparse.Namespace) -> int:
     thresholds = [parse_threshold(t) for t in args.min_pass_rate]
     ruleset = RECORDED if args.recorded else args.ruleset
-    with connect(args.db) as con:
+    ensure_evaluation(args.db, args.run, ruleset, rules=load_rules_arg(args.rules), any_rules=args.rules is None,
+                      progress=sys.stderr.isatty())
+    with connect(args.db, read_only=True) as con:
         evaluation_id = resolve(con, args.run, ruleset, args.rules)
         counts = pass_rate_counts(con, [evaluation_id], with_overrides=args.with_overrides)
     providers = sorted({row["provider"] for row in counts})

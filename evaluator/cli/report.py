@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from evaluator.cli.common import load_rules_arg, print_json, print_table
-from evaluator.evaluations import RULESETS, evaluation_for
+from evaluator.evaluations import RULESETS, ensure_evaluation, evaluation_for
 from evaluator.queries.report import report
 from evaluator.store import connect
 
@@ -29,7 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     rules = None if args.recorded else load_rules_arg(args.rules)
-    with connect(args.db) as con:
+    if not args.recorded:
+        ensure_evaluation(args.db, args.run, args.ruleset, rules=rules, progress=sys.stderr.isatty())
+    with connect(args.db, read_only=True) as con:
         evaluation_id = evaluation_for(con, args.run, ruleset=args.ruleset, recorded=args.recorded,
                                        rules=rules, progress=sys.stderr.isatty())
         result = report(con, evaluation_id, with_overrides=args.with_overrides)
