@@ -12,7 +12,7 @@ import orjson
 import pyarrow as pa
 
 from evaluator import search_index
-from evaluator.readers import InputError, Record, detect_format, read_records, type_name
+from evaluator.readers import InputError, Record, detect_format, read_records, require_regular_file, type_name
 from evaluator.results import write_evaluation_counts, write_response_results
 from evaluator.store import atomic, fetch_one, fetch_value, next_id
 from evaluator.types import CHECK_NAMES
@@ -104,6 +104,7 @@ def prepare_run(
 ) -> PreparedRun:
     """Read and validate a run file without touching any store. Raises InputError."""
     path = Path(path)
+    require_regular_file(path)  # a FIFO or /dev/zero first: it would block or never end
     fmt = detect_format(path, fmt)
     if profile is not None and profile not in PROFILES:
         raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
@@ -289,7 +290,7 @@ def _add_record(
     responses["answerable"].append(answerable)
     responses["comment"].append(optional["comment"])
     responses["outcome"].append(optional["outcome"])
-    responses["metadata"].append(_dumps(extra) if extra else None)
+    responses["metadata"].append(_metadata(where, line_no, extra) if extra else None)
     responses["source_line"].append(line_no)
     _add_question(where, line_no, cols, questions_seen, question_id, {
         "question": question,
@@ -331,6 +332,24 @@ def _add_question(
 def _dumps(value: Any) -> str:
     # default=str: metadata may hold values JSON has no type for (Parquet decimals, bytes, dates).
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+def _metadata(where: str, line_no: int, extra: Record) -> str:
+    """Unknown fields as JSON text. orjson writes at most 254 levels of nesting; a deeper value
+    (the reader takes 1024) is an InputError naming its field, not a traceback."""
+    try:
+        return _dumps(extra)
+    except orjson.JSONEncodeError as exc:
+        field_name = next((str(key) for key, value in extra.items() if not _dumpable(value)), None)
+        raise InputError(where, line_no, field_name, f"cannot be kept as metadata ({exc})") from None
+
+
+def _dumpable(value: Any) -> bool:
+    try:
+        _dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
 
 
 def _required_string(where: str, line_no: int, record: Record, key: str) -> str:

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
+import json
+import os
+import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -23,6 +28,9 @@ EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "c
 # `expected_answer`, `gold_answer` … describe the golden set, not a provider's answer.
 GOLDEN_PREFIXES = ("expected", "gold", "reference", "ideal", "correct", "golden")
 JSON_CELLS = ("retrieved", "gold_answers", "expected_ids", "recorded_checks")
+# The csv module refuses a cell over 128 KiB by default; answers and retrieved texts may be
+# longer. A cell over this many characters (64 MiB of ASCII) is refused as an InputError.
+CSV_CELL_LIMIT = 1 << 26
 
 Record = dict[str, Any]
 
@@ -74,10 +82,29 @@ def decode(path: Path, data: bytes, *, offset: int = 0, line: int = 1) -> str:
         ) from None
 
 
+def require_regular_file(path: Path) -> None:
+    """Refuse a FIFO, directory, device or socket before anything opens it: opening a FIFO
+    blocks until a writer comes, and /dev/zero or /dev/urandom never end. A path that cannot
+    be stat'ed (missing, no permission) is left to the reader, whose error names it."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        raise InputError(str(path), None, None, f"not a regular file ({_file_kind(mode)}); ingest reads files only")
+
+
+def _file_kind(mode: int) -> str:
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((kind for test, kind in kinds if test(mode)), "not a file")
+
+
 def read_records(path: Path, fmt: str, digest: Any) -> Iterator[tuple[int, Record]]:
     """Records of a run file, with every byte of the file fed to `digest` (a hashlib object)
     by the time the last record is out. Raises InputError."""
     try:
+        require_regular_file(path)
         if fmt == "parquet":
             _hash_file(path, digest)
             yield from _read_parquet(path)
@@ -132,7 +159,136 @@ def _read_jsonl(path: Path, digest: Any) -> Iterator[tuple[int, Record]]:
             raise InputError(str(path), line_no, None, f"malformed JSON ({exc})") from None
         if not isinstance(obj, dict):
             raise InputError(str(path), line_no, None, f"expected a JSON object, got {type_name(obj)}")
+        duplicate = duplicate_key(line, obj)
+        if duplicate is not None:
+            raise InputError(str(path), line_no, _dotted(duplicate.path), duplicate.problem("this record"))
         yield line_no, obj
+
+
+class DuplicateKey(NamedTuple):
+    """Where a JSON text names a key twice in one object."""
+
+    path: list[str | int]  # to the key, e.g. ["retrieved", 2, "id"]; [] if nested too deeply to look
+    times: int  # how often the key appears in its object; 0 if nested too deeply to look
+
+    def problem(self, within: str) -> str:
+        if not self.times:
+            return f"{within} is nested too deeply (over {JSON_CHECK_DEPTH} levels) to check it for keys named twice"
+        times = "twice" if self.times == 2 else f"{self.times} times"
+        return f"appears {times} in {within}; a JSON object may name each key once"
+
+
+JSON_CHECK_DEPTH = 990  # json.loads runs out of stack near 1000 levels (orjson reads 1024)
+_SPACED_KEY = re.compile(rb'"[ \t\r\n]+:')
+_SPACED_KEY_STR = re.compile(r'"[ \t\r\n]+:')
+
+
+def duplicate_key(raw: bytes | str, parsed: Any) -> DuplicateKey | None:
+    """The first key `raw` names twice in one object (orjson keeps the last one without a
+    word), or None; `parsed` is what orjson made of `raw`.
+
+    Cheap for the usual record: every key in `raw` is followed by one `:` outside strings, so
+    when `raw` holds no more colons than `parsed` holds keys, no key came twice. Colons in the
+    text spoil that count; then `":` is counted instead (an upper bound on keys when no key is
+    spaced from its colon). Only a record that still shows too many keys, a duplicate or a
+    quoted `":` in its text, is parsed again, slowly (json, keeping every pair)."""
+    if type(parsed) is not dict and type(parsed) is not list:
+        return None
+    n_keys = _count_keys(parsed)
+    if isinstance(raw, bytes):
+        if raw.count(b":") == n_keys or (raw.count(b'":') == n_keys and _SPACED_KEY.search(raw) is None):
+            return None
+    elif raw.count(":") == n_keys or (raw.count('":') == n_keys and _SPACED_KEY_STR.search(raw) is None):
+        return None
+    return _find_duplicate_key(raw)
+
+
+def _count_keys(value: Any) -> int:
+    """Keys in all the objects of a parsed JSON value."""
+    try:  # recursion is the fastest walk of the usual few levels; orjson reads up to 1024 of them
+        return _keys_in_object(value) if type(value) is dict else _keys_in_list(value)
+    except RecursionError:
+        return _count_keys_iteratively(value)
+
+
+def _keys_in_object(obj: dict[str, Any]) -> int:
+    n = len(obj)
+    for value in obj.values():
+        kind = type(value)
+        if kind is dict:
+            n += _keys_in_object(value)
+        elif kind is list:
+            n += _keys_in_list(value)
+    return n
+
+
+def _keys_in_list(items: list[Any]) -> int:
+    n = 0
+    for value in items:
+        kind = type(value)
+        if kind is dict:
+            n += _keys_in_object(value)
+        elif kind is list:
+            n += _keys_in_list(value)
+    return n
+
+
+def _count_keys_iteratively(value: Any) -> int:
+    n, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            n += len(item)
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+    return n
+
+
+class _Pairs(dict):  # type: ignore[type-arg]
+    """An object parsed with its duplicated key, if any, remembered."""
+
+    duplicate: tuple[str, int] | None = None
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> _Pairs:
+    obj = _Pairs(pairs)
+    if len(obj) < len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                obj.duplicate = (key, sum(1 for k, _ in pairs if k == key))
+                break
+            seen.add(key)
+    return obj
+
+
+def _find_duplicate_key(raw: bytes | str) -> DuplicateKey | None:
+    try:
+        doc = json.loads(raw, object_pairs_hook=_pairs)
+    except RecursionError:
+        return DuplicateKey([], 0)
+    except ValueError:  # orjson read it, so this is not expected; nothing more to say then
+        return None
+    stack: list[tuple[Any, list[str | int]]] = [(doc, [])]
+    while stack:  # depth first, in document order
+        value, where = stack.pop()
+        if isinstance(value, _Pairs):
+            if value.duplicate is not None:
+                key, count = value.duplicate
+                return DuplicateKey([*where, key], count)
+            stack.extend((item, [*where, key]) for key, item in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend((item, [*where, index]) for index, item in reversed(list(enumerate(value))))
+    return None
+
+
+def _dotted(key_path: list[str | int], text: str = "") -> str | None:
+    """["retrieved", 2, "id"] -> "retrieved[2].id", the way other messages name nested fields;
+    `text` is a prefix (a CSV column). None for an empty path."""
+    for part in key_path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text or None
 
 
 def _read_json(path: Path, text: str) -> Iterator[tuple[int, Record]]:
@@ -140,6 +296,17 @@ def _read_json(path: Path, text: str) -> Iterator[tuple[int, Record]]:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
         raise InputError(str(path), getattr(exc, "lineno", None), None, f"malformed JSON ({exc})") from None
+    duplicate = duplicate_key(text, doc)
+    if duplicate is not None:
+        # Lines of a JSON list are its items, as in the other messages about a JSON list.
+        key_path = duplicate.path
+        if isinstance(doc, dict) and key_path[:1] == ["responses"] and len(key_path) > 1:
+            key_path = key_path[1:]
+        line = key_path[0] + 1 if key_path and isinstance(key_path[0], int) else None
+        raise InputError(
+            str(path), line, _dotted(key_path[1:] if line else key_path),
+            duplicate.problem("this record" if line else "this file"),
+        )
     if isinstance(doc, dict) and isinstance(doc.get("responses"), list):
         doc = doc["responses"]
     if not isinstance(doc, list):
@@ -161,6 +328,7 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
         raise InputError(str(path), None, None, f"not a readable Parquet file ({exc})") from None
     if table.metadata.num_rows == 0:
         raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
+    _refuse_repeated_columns(path, None, table.schema_arrow.names, "the Parquet schema")
     row = 0
     for batch in table.iter_batches(batch_size=10_000):
         for obj in batch.to_pylist():
@@ -175,18 +343,24 @@ def _json_cell(path: Path, row: int, field: str, cell: str) -> Any:
     if not cell.strip():
         return None
     try:
-        return orjson.loads(cell)
+        value = orjson.loads(cell)
     except orjson.JSONDecodeError as exc:
         raise InputError(str(path), row, field, f"expected JSON in this cell ({exc})") from None
+    duplicate = duplicate_key(cell, value)
+    if duplicate is not None:
+        raise InputError(str(path), row, _dotted(duplicate.path, field), duplicate.problem("this cell's JSON"))
+    return value
 
 
 def _read_csv(path: Path, text: str) -> Iterator[tuple[int, Record]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+    csv.field_size_limit(CSV_CELL_LIMIT)  # process-wide; set here so nothing else can have lowered it
+    reader = _csv_lines(path, text)
     try:
-        header = next(reader)
+        header_line, header = next(reader)
     except StopIteration:
         raise InputError(str(path), None, None, "the file is empty: no responses to ingest") from None
     header = [name.strip() for name in header]
+    _refuse_repeated_columns(path, header_line, header)
     if "provider" in header or "model_provider" in header:
         rows = _csv_rows(path, header, reader)
         for line_no, cells in rows:
@@ -210,9 +384,73 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[int, Record]]:
         raise InputError(str(path), None, None, "the file has a header but no rows: no responses to ingest")
 
 
-def _csv_rows(path: Path, header: list[str], reader: Any) -> Iterator[tuple[int, dict[str, str]]]:
-    for cells in reader:
-        line_no = reader.line_num
+def _csv_lines(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
+    """(line number, cells) of each CSV record: the line it ends on, as `csv.reader.line_num`
+    counts. A csv.Error (a cell over CSV_CELL_LIMIT) is an InputError naming the line the
+    record starts on and, when it can be told, the column."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header: list[str] | None = None
+    start = 1
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            del reader  # its buffers (4 bytes a character) go before the record is read again
+            raise _csv_error(path, text, start, header, exc) from None
+        if header is None:
+            header = [name.strip() for name in cells]
+        yield reader.line_num, cells
+        start = reader.line_num + 1
+
+
+def _csv_error(path: Path, text: str, start: int, header: list[str] | None, exc: csv.Error) -> InputError:
+    if "field larger than field limit" not in str(exc):
+        return InputError(str(path), start, None, f"unreadable CSV ({exc})")
+    column = _oversized_column(text, start)
+    field = header[column] if header is not None and column is not None and column < len(header) else None
+    which = "" if column is None or field else f" (column {column + 1})"
+    return InputError(
+        str(path), start, field or None,
+        f"a cell{which} is longer than {CSV_CELL_LIMIT:,} characters ({CSV_CELL_LIMIT >> 20} Mi), "
+        "the most a CSV cell may hold; use JSONL for longer values",
+    )
+
+
+def _oversized_column(text: str, start: int) -> int | None:
+    """Which cell of the record starting on line `start` is over the limit: the record is read
+    again without one (only on this error path)."""
+    lines = io.StringIO(text, newline="")
+    for _ in itertools.islice(lines, start - 1):
+        pass
+    previous = csv.field_size_limit(2**31 - 1)  # the most a C long holds everywhere
+    try:
+        cells = next(csv.reader(lines), [])
+    except csv.Error:
+        return None
+    finally:
+        csv.field_size_limit(previous)
+    return next((index for index, cell in enumerate(cells) if len(cell) > CSV_CELL_LIMIT), None)
+
+
+def _refuse_repeated_columns(path: Path, line_no: int | None, header: list[str], where: str = "the header") -> None:
+    """Two columns of one name would silently become one field (the last)."""
+    first: dict[str, int] = {}
+    for column, name in enumerate(header, start=1):
+        if not name:  # blank names (trailing commas of a spreadsheet export) are not fields
+            continue
+        if name in first:
+            raise InputError(
+                str(path), line_no, name, f"{where} names this column twice (columns {first[name]} and {column})"
+            )
+        first[name] = column
+
+
+def _csv_rows(
+    path: Path, header: list[str], reader: Iterator[tuple[int, list[str]]]
+) -> Iterator[tuple[int, dict[str, str]]]:
+    for line_no, cells in reader:
         if not any(cell.strip() for cell in cells):
             continue
         if len(cells) != len(header):
