@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -27,6 +28,7 @@ from evaluator.overrides import OverrideError, add_override, allowed_values, app
 from evaluator.review_config import ReviewConfig, load_review_config
 from evaluator.store import StoreBusyError, connect, resolve_db_path
 
+LOG = logging.getLogger(__name__)
 KEEP_DONE_S = 24 * 3600
 KINDS = ("override", "carry")
 
@@ -179,9 +181,11 @@ class Drainer:
 
     def _run(self) -> None:
         while not self.stop.wait(self.interval_s):
-            with contextlib.suppress(Exception):  # never let the thread die; the files stay pending
+            try:
                 if pending(self.db):
                     apply(self.db, timeout_s=30.0)
+            except Exception:  # never let the thread die: the files stay pending and are tried again
+                LOG.exception("writing pending saves to %s failed; will try again", self.db)
 
 
 _DRAINERS: dict[str, Drainer] = {}

@@ -1,0 +1,147 @@
+"""Issue 15 in a real browser: two reviewers save while the CLI writes; both saves land, no error box.
+
+Two browser contexts (two reviewers, Alice and Bob) open the Review page of the same response
+and fill in an override each. Then the CLI ingests a 100k-response run; as soon as it holds
+the store (its pid in `STORE.lock`) both click Save. Each page says "saved" or "kept as
+pending", shows no exception and no error, and both overrides end up in the store (the
+server's background drainer writes what stayed pending), Bob's replacing Alice's value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from evaluator.store import connect
+
+ROOT = Path(__file__).resolve().parents[2]
+BIG_ROWS = 100_000  # the ingest holds the store for seconds: longer than a save waits (2 s)
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+@pytest.fixture(scope="module")
+def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("big_run") / "run_100k.jsonl"
+    subprocess.run([sys.executable, "-m", "bench.generate", "--rows", str(BIG_ROWS), "--out", str(out)],
+                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True, capture_output=True,
+                   timeout=600)
+    return out
+
+
+def holder_pid(db: Path) -> int | None:
+    """The pid of the process holding the store for writing (it writes itself into STORE.lock)."""
+    try:
+        info = json.loads(db.with_name(db.name + ".lock").read_text(encoding="utf-8") or "null")
+    except (OSError, ValueError):
+        return None
+    return info.get("pid") if isinstance(info, dict) else None
+
+
+def wait_until(condition, timeout_s: float, what: str):  # type: ignore[no-untyped-def]
+    """Poll a condition (not a fixed sleep): its first truthy value, or fail after timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+def no_error(page: Page) -> None:
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
+    expect(page.locator('[data-testid="stAlertContentError"]')).to_have_count(0)
+
+
+def open_form(page: Page, url: str, reviewer: str, reason: str) -> None:
+    """The Review page as a reviewer: name entered, default target (overall) and value, a reason."""
+    page.goto(url)
+    expect(page.get_by_role("heading", name="Review")).to_be_visible(timeout=30_000)
+    page.get_by_label("Your name", exact=True).fill(reviewer)
+    page.get_by_role("button", name="Start reviewing").click()
+    expect(page.get_by_text(f"Reviewing as {reviewer}")).to_be_visible(timeout=30_000)
+    reason_box = page.get_by_label("Reason (required)", exact=True)
+    reason_box.fill(reason)
+    reason_box.blur()  # commits the text area's value (a rerun)
+    expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
+    expect(page.get_by_role("button", name="Save override")).to_be_enabled()
+    no_error(page)
+
+
+def test_two_reviewers_save_while_the_cli_writes_and_both_saves_land(
+        sample_store: Path, streamlit_server: str, browser, big_run: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    with connect(sample_store, read_only=True) as con:
+        [(response_id, evaluation_id, computed)] = con.execute(
+            """SELECT rr.response_id, rr.evaluation_id, rr.overall FROM response_results rr
+               JOIN evaluations e USING (evaluation_id) JOIN runs USING (run_id)
+               WHERE runs.name = 'ramayana' AND e.ruleset = 't3_aware'
+               ORDER BY rr.evaluation_id DESC, rr.response_id LIMIT 1""").fetchall()
+    url = f"{streamlit_server}/review?response={response_id}&evaluation={evaluation_id}"
+    reviewers = {"Alice": "Alice: the computed verdict misses the refusal",
+                 "Bob": "Bob: checked the citations again"}
+    contexts = [browser.new_context(viewport={"width": 1400, "height": 1000}) for _ in reviewers]
+    cli_log = (tmp_path / "cli.log").open("w")
+    cli = None
+    try:
+        pages = [context.new_page() for context in contexts]
+        for page, (name, reason) in zip(pages, reviewers.items(), strict=True):
+            open_form(page, url, name, reason)
+
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env.pop("EVALUATOR_DB", None)
+        cli = subprocess.Popen([sys.executable, "-m", "evaluator", "ingest", str(big_run), "--db", str(sample_store),
+                                "--name", "big"], cwd=ROOT, env=env, stdout=cli_log, stderr=subprocess.STDOUT)
+        wait_until(lambda: holder_pid(sample_store) == cli.pid or cli.poll() is not None, 300,
+                   "the CLI to take the store")
+        assert cli.poll() is None, "the CLI ended before it was seen holding the store"
+        clicked = time.time()
+        for page in pages:
+            page.get_by_role("button", name="Save override").click()
+        assert holder_pid(sample_store) == cli.pid, "both clicks should land while the CLI holds the store"
+
+        shown = []
+        for page in pages:
+            saved, kept = page.get_by_text("Override saved: overall"), page.get_by_text("Kept as pending")
+            expect(saved.or_(kept)).to_be_visible(timeout=120_000)
+            expect(page.locator(IDLE)).to_be_attached(timeout=120_000)
+            no_error(page)
+            shown.append("saved" if saved.count() else "pending")
+        assert cli.wait(timeout=600) == 0, (tmp_path / "cli.log").read_text()
+
+        def both_saved() -> list[tuple] | None:
+            with connect(sample_store, read_only=True, timeout_s=60) as con:
+                rows = con.execute(
+                    """SELECT reviewer, reason, old_value, new_value, client_token FROM overrides
+                       WHERE response_id = ? AND target = 'overall' ORDER BY override_id""",
+                    [response_id]).fetchall()
+            return rows if len(rows) >= 2 else None
+
+        rows = wait_until(both_saved, 120, "both overrides in the store")
+        journal = sample_store.with_name(sample_store.name + ".pending")
+        landed = [round((journal / f"{r[4]}.done").stat().st_mtime - clicked, 2) for r in rows]
+        print(f"\n[browser] pages showed {dict(zip(reviewers, shown, strict=True))}; overrides in the store "
+              f"{landed} s after the clicks (from the .done files); CLI ingest of {BIG_ROWS} rows exit 0")
+        assert sorted((r[0], r[1]) for r in rows) == sorted(reviewers.items())
+        assert len({r[4] for r in rows}) == 2  # two saves, each written once
+        assert rows[0][2] == computed and rows[1][2] == rows[0][3]  # the second replaced the first
+
+        for page in pages:  # once written, nothing is pending or refused
+            page.reload()
+            expect(page.get_by_role("heading", name="Override history")).to_be_visible(timeout=60_000)
+            expect(page.locator(IDLE)).to_be_attached(timeout=60_000)
+            expect(page.get_by_role("heading", name="Pending saves")).to_have_count(0)
+            no_error(page)
+    finally:
+        if cli is not None and cli.poll() is None:
+            cli.terminate()
+            cli.wait(timeout=60)
+        cli_log.close()
+        for context in contexts:
+            context.close()
