@@ -110,7 +110,7 @@ class _Deadline:
         self.delay = 0.02
         self.last_report = 0.0
 
-    def pause(self, holder: str | None) -> None:
+    def pause(self, holder: str | None, *, sleep: bool = True) -> None:
         """Sleep a little (backing off), report progress, or raise StoreBusyError when time is up."""
         now = time.monotonic()
         waited = now - self.started
@@ -121,8 +121,9 @@ class _Deadline:
         if self.on_wait is not None and waited - self.last_report >= 0.5:
             self.last_report = waited
             self.on_wait(waited, holder)
-        time.sleep(min(self.delay, max(self.ends - now, 0)))
-        self.delay = min(self.delay * 1.5, 0.25)
+        if sleep:
+            time.sleep(min(self.delay, max(self.ends - now, 0)))
+            self.delay = min(self.delay * 1.5, 0.25)
 
 
 def _lock_path(db: Path, suffix: str) -> Path:
@@ -259,8 +260,8 @@ class _Instance:
                 elif not self.opening:
                     self.opening = True
                     break
-                self.cond.wait(0.05)
-            deadline.pause(holder_of(self.path) if self.con is None else None)
+                self.cond.wait(0.1)  # woken as soon as the instance closes or opens
+            deadline.pause(holder_of(self.path) if self.con is None else None, sleep=False)
         try:
             con = self._open(read_only, deadline)
             if read_only and len(applied_versions(con)) < len(MIGRATIONS):
