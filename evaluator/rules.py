@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator import regex_safety
 from evaluator.types import CHECK_NAMES, FLAG_NAMES
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("default_rules.toml")
@@ -224,6 +225,9 @@ class _Reader:
             rx = _compile_rule(rule)
         except re.error as exc:
             raise self.fail(key, f"bad regex {rule.pattern!r}: {exc}") from None
+        unsafe = _backtracking_problem(rule)
+        if unsafe is not None:
+            raise self.fail(key, f"regex {rule.pattern!r}: {unsafe}")
         if rx.match("") is not None:
             raise self.fail(key, f"regex {rule.pattern!r} matches the empty string")
         return rule
@@ -578,6 +582,11 @@ def _all_word_chars(items: list[Any], k: Any) -> bool:
 
 def _compile_rule(rule: PatternRule) -> re.Pattern[str]:
     return re.compile(straighten(rule.pattern), re.IGNORECASE if rule.ignore_case else 0)
+
+
+def _backtracking_problem(rule: PatternRule) -> str | None:
+    """Why the rule's regex, as it is matched, can backtrack catastrophically (issue 15), or None."""
+    return regex_safety.problem(straighten(rule.pattern), re.IGNORECASE if rule.ignore_case else 0)
 
 
 def _phrase_rule(phrase: str) -> PatternRule:

@@ -24,6 +24,7 @@ from evaluator.judges.base import (
     JudgeReplyError,
     JudgeUnavailableError,
     JudgeVerdict,
+    preview,
 )
 
 ENV_BASE_URL = "EVALUATOR_JUDGE_BASE_URL"
@@ -72,7 +73,8 @@ def parse_reply(reply: str) -> JudgeVerdict:
     value = sections["judgement"][0].strip()
     m = _JUDGEMENT.match(value)
     if not m:
-        raise JudgeReplyError(f"last 'Judgement:' is {value!r}, not REFUSED or NOT REFUSED", reply)
+        raise JudgeReplyError(f"last 'Judgement:' is {preview(value, 80, quote=True)}, not REFUSED or NOT REFUSED",
+                              reply)
     refused = not m.group(1).lower().startswith("not")
     reasoning = "\n".join(sections.get("reasoning", [])).strip()
     span_text = "\n".join(sections.get("span", [])).strip().strip("\"'`")
@@ -176,14 +178,16 @@ class LLMJudge:
                 completion = client.chat.completions.create(
                     model=self.model, messages=messages, temperature=0
                 )
-            except openai.APIStatusError as exc:
-                status, detail, last_exc = exc.status_code, str(exc), exc
+            except openai.APIStatusError as exc:  # str(exc) holds the error body: cut
+                status, detail, last_exc = exc.status_code, preview(str(exc)), exc
                 if status != 429 and status < 500:
                     raise JudgeUnavailableError(self.endpoint, status, detail) from exc
             except openai.APITimeoutError as exc:  # subclass of APIConnectionError: first
                 detail, last_exc = f"timed out after {self.timeout_s:g} s", exc
             except openai.APIConnectionError as exc:
-                detail, last_exc = f"connection failed: {exc}", exc
+                detail, last_exc = f"connection failed: {preview(str(exc))}", exc
+            except json.JSONDecodeError as exc:  # a 2xx whose body is not JSON at all
+                raise JudgeReplyError("judge endpoint's response is not JSON", exc.doc) from None
             else:
                 return self._reply_text(completion)
             if attempt >= self.max_retries:
