@@ -56,7 +56,8 @@ def store() -> Iterator[duckdb.DuckDBPyConnection]:
     # only a save (evaluator.pending) opens it for writing. A missing store is created empty.
     read_only = Path(store_path()).exists()
     try:
-        with connect(store_path(), read_only=read_only, timeout_s=PAGE_WAIT_S, on_wait=on_wait) as con:
+        with connect(store_path(), read_only=read_only, timeout_s=PAGE_WAIT_S, on_wait=on_wait,
+                     upgrade=True) as con:
             done()
             yield con
     except StoreBusyError:

@@ -65,7 +65,7 @@ def ensure_evaluation(db: str | os.PathLike[str] | None, run_name: str, ruleset:
     if ruleset not in RULESETS:
         return
     rules = rules or load_rules()
-    with connect(db, read_only=True) as con:
+    with connect(db, read_only=True, upgrade=True) as con:
         found = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
         if found is None:
             return

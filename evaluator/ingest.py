@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pyarrow as pa
 from evaluator import search_index
 from evaluator.readers import InputError, Record, detect_format, read_records, require_regular_file, type_name
 from evaluator.results import write_evaluation_counts, write_response_results
-from evaluator.store import atomic, fetch_one, fetch_value, next_id
+from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
 from evaluator.types import CHECK_NAMES
 
 TEMPLATES = ("T1", "T2", "T3")
@@ -132,6 +133,54 @@ def store_run(
             _move_overrides(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
             delete_run(con, replaced_run_id)
     return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
+
+
+STAGED_RUN_ID = 0  # the run's id in the staging file; the store's sequence gives the real one
+
+
+def store_run_staged(
+    db: str | os.PathLike[str] | None, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
+) -> IngestResult:
+    """Store a prepared run as store_run does, holding the store only for the final copy: the run's
+    tables (answer hashes, JSON columns, recorded verdicts and their counts) are built in a staging
+    file first (evaluator.staging), then copied in with the store's ids in one transaction."""
+    from evaluator.staging import attached, copy_back, staging_area
+
+    with staging_area(db) as stage:
+        scon = stage.connect()
+        try:
+            with atomic(scon):
+                scon.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
+                             [STAGED_RUN_ID, run.name, str(run.path), run.fmt, run.content_hash, run.profile,
+                              run.n_responses])
+                _load(scon, STAGED_RUN_ID, run.columns)  # an empty file: response ids from 1
+            staged_evaluations = [int(row[0]) for row in scon.execute(
+                "SELECT evaluation_id FROM evaluations ORDER BY evaluation_id").fetchall()]
+        finally:
+            scon.close()
+        with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):
+            replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
+            ids = {"run": next_id(con, "run_ids"), "offset": _first_response_id(con) - 1}
+            moved_response = "response_id + $offset"
+            copy_back(con, alias, "runs", params=ids, replace={"run_id": "$run"})
+            copy_back(con, alias, "questions", params=ids, replace={"run_id": "$run"})
+            copy_back(con, alias, "responses", params=ids, replace={"run_id": "$run", "response_id": moved_response})
+            copy_back(con, alias, "retrieved", params=ids, replace={"response_id": moved_response})
+            con.execute(f"""INSERT INTO chunks SELECT n.* FROM {alias}.chunks n
+                            WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)""")
+            for staged in staged_evaluations:
+                where = {**ids, "staged": staged, "evaluation": next_id(con, "evaluation_ids")}
+                copy_back(con, alias, "evaluations", "evaluation_id = $staged", where,
+                          replace={"evaluation_id": "$evaluation", "run_id": "$run"})
+                for table in ("check_results", "response_results"):
+                    copy_back(con, alias, table, "evaluation_id = $staged", where,
+                              replace={"evaluation_id": "$evaluation", "response_id": moved_response})
+                copy_back(con, alias, "evaluation_counts", "evaluation_id = $staged", where,
+                          replace={"evaluation_id": "$evaluation"})
+            if replaced_run_id is not None:
+                _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
+                delete_run(con, replaced_run_id)
+    return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
 
 def ingest_file(
@@ -500,11 +549,15 @@ def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns)
         cols.recorded["verdict"].append(cleaned)
 
 
+def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
+    """Ids are never reused: a deleted run's id must not be taken by an unrelated new response."""
+    return int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
+                                "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
+
+
 def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
     """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT."""
-    # Ids are never reused: a deleted run's id must not be taken by an unrelated new response.
-    base = int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
-                                "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
+    base = _first_response_id(con)
     new_responses = pa.Table.from_batches(cols.response_batches, schema=RESPONSE_SCHEMA)
     new_questions = pa.table(cols.questions)
     new_retrieved = pa.Table.from_batches(cols.retrieved_batches, schema=RETRIEVED_SCHEMA)

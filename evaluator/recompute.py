@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +22,7 @@ from evaluator.rules import Rules, load_rules, rules_from_text
 from evaluator.staging import RunChangedError, attached, copy_back, snapshot_run, staging_area
 from evaluator.store import atomic, connect, fetch_one, next_id
 from evaluator.types import GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
-from evaluator.workers import die_with_parent
+from evaluator.workers import die_with_parent, worker_pool
 
 BATCH_ROWS = 20_000
 STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's sequence gives the real one
@@ -302,7 +301,7 @@ def recompute(
 
     rules = rules or load_rules()
     with staging_area(db) as stage:
-        with connect(db, read_only=True) as con:  # read window (shared with readers)
+        with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
             row = fetch_one(con, "SELECT profile, n_responses, content_hash FROM runs WHERE run_id = ?", [run_id])
             assert row is not None
@@ -323,8 +322,9 @@ def recompute(
                                       "nothing was written: run the command again")
             evaluation_id = next_id(con, "evaluation_ids")
             for table in ("evaluations", "response_results", "check_results", "flags", "evaluation_counts"):
-                copy_back(con, alias, table, "evaluation_id = $staged", {"staged": STAGED_EVALUATION_ID},
-                          replace={"evaluation_id": evaluation_id})
+                copy_back(con, alias, table, "evaluation_id = $staged",
+                          {"staged": STAGED_EVALUATION_ID, "evaluation": evaluation_id},
+                          replace={"evaluation_id": "$evaluation"})
     return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration)
 
 
@@ -407,7 +407,8 @@ def _evaluate_all(
         for batch in _flat_batches(con, run_id):
             yield _evaluate_batch(batch)
         return
-    with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker, initargs=init_args) as pool:
+    # An early end (SIGTERM, Ctrl-C, an error) kills the workers instead of waiting for their batches.
+    with worker_pool(workers, _init_worker, init_args) as pool:
         pending = []
         for batch in _flat_batches(con, run_id):
             pending.append(pool.submit(_evaluate_batch, batch))

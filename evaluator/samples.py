@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from evaluator import search_index
-from evaluator.ingest import prepare_run, store_run
+from evaluator.ingest import prepare_run, store_run_staged
 from evaluator.store import connect
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
@@ -37,9 +37,7 @@ def load_samples(
     loaded = []
     for file_name, run_name, profile, rulesets in SAMPLES:
         if run_name not in names:
-            prepared = prepare_run(data_dir / file_name, name=run_name, profile=profile)
-            with connect(db) as con:
-                store_run(con, prepared)
+            store_run_staged(db, prepare_run(data_dir / file_name, name=run_name, profile=profile))
         with connect(db) as con:
             done = {row[0] for row in con.execute(
                 "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = ?", [run_name]

@@ -106,7 +106,7 @@ def build_staged(db: str | os.PathLike[str] | None, run_id: int) -> IndexSummary
     from evaluator.staging import RunChangedError, attached, copy_back, snapshot_run, staging_area
 
     with staging_area(db) as stage:
-        with connect(db, read_only=True) as con:  # read window (shared with readers)
+        with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id])
             snapshot_run(con, run_id, stage, tables=("runs", "responses"))
         scon = stage.connect()

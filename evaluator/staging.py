@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -121,13 +122,14 @@ def snapshot_run(con: duckdb.DuckDBPyConnection, run_id: int, stage: Stage, *,
             con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", params)
 
 
-def copy_back(con: duckdb.DuckDBPyConnection, alias: str, table: str, where: str, params: dict,
-              replace: dict[str, int] | None = None) -> None:
+def copy_back(con: duckdb.DuckDBPyConnection, alias: str, table: str, where: str = "true",
+              params: dict | None = None, replace: dict[str, str] | None = None) -> None:
     """Append the staging file's rows of `table` that match `where` to the store's table, with the
-    columns of `replace` set to the given values (callers hold the transaction; both tables have
-    the same columns, from the same migrations)."""
-    columns = ", ".join(f"${'r_' + name} AS {quote_ident(name)}" for name in replace or {})
+    columns of `replace` computed by the given SQL expressions (over the staged row, with named
+    parameters from `params`): ids from the store's sequences replace the staging file's. Callers
+    hold the transaction; both tables have the same columns, from the same migrations."""
+    columns = ", ".join(f"{expression} AS {quote_ident(name)}" for name, expression in (replace or {}).items())
     select = f"* REPLACE ({columns})" if columns else "*"
-    values = {**params, **{f"r_{name}": value for name, value in (replace or {}).items()}}
-    con.execute(f"INSERT INTO {quote_ident(table)} SELECT {select} FROM {alias}.{quote_ident(table)} WHERE {where}",
-                values)
+    sql = f"INSERT INTO {quote_ident(table)} SELECT {select} FROM {alias}.{quote_ident(table)} WHERE {where}"
+    # DuckDB refuses parameters a statement does not use: bind only those it names.
+    con.execute(sql, {name: value for name, value in (params or {}).items() if re.search(rf"\${name}\b", sql)})

@@ -244,7 +244,7 @@ class _Instance:
         self.opened_at = 0.0
         self.mine = threading.local()  # how many cursors the current thread holds
 
-    def acquire(self, read_only: bool, deadline: _Deadline) -> duckdb.DuckDBPyConnection:
+    def acquire(self, read_only: bool, deadline: _Deadline, upgrade: bool = False) -> duckdb.DuckDBPyConnection:
         held_here = getattr(self.mine, "count", 0)
         while True:
             with self.cond:
@@ -264,7 +264,7 @@ class _Instance:
             deadline.pause(holder_of(self.path) if self.con is None else None, sleep=False)
         try:
             con = self._open(read_only, deadline)
-            if read_only and len(applied_versions(con)) < len(MIGRATIONS):
+            if read_only and upgrade and len(applied_versions(con)) < len(MIGRATIONS):
                 # An older store: upgrade it first (once), then it serves readers as well.
                 con.close()
                 _leave_turn(self.path, self.lock_fd)
@@ -342,11 +342,13 @@ def _instance(path: Path) -> _Instance:
 @contextmanager
 def connect(
     path: str | os.PathLike[str] | None = None, *, read_only: bool = False, timeout_s: float | None = None,
-    on_wait: WaitCallback | None = None,
+    on_wait: WaitCallback | None = None, upgrade: bool = False,
 ) -> Iterator[duckdb.DuckDBPyConnection]:
     """A cursor of the process's one instance of the store (opened, created and migrated when
     needed); the file is closed when the last cursor is. Waits its turn while another process
-    holds the store, reporting through on_wait; StoreBusyError after timeout_s."""
+    holds the store, reporting through on_wait; StoreBusyError after timeout_s. A read-only open
+    leaves an older store as it is, unless `upgrade` (pages, the CLI's reading steps): then it is
+    migrated first, once."""
     db_path = resolve_db_path(path)
     if not read_only:
         db_path.parent.mkdir(parents=True, exist_ok=True)
@@ -355,7 +357,7 @@ def connect(
     deadline = _Deadline(db_path, default_timeout() if timeout_s is None else timeout_s,
                          on_wait if on_wait is not None else _WAITING.on_wait)
     instance = _instance(db_path)
-    cursor = instance.acquire(read_only, deadline)
+    cursor = instance.acquire(read_only, deadline, upgrade)
     try:
         yield cursor
     finally:

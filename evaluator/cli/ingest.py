@@ -6,9 +6,8 @@ import argparse
 import sys
 
 from evaluator.cli.common import UsageError
-from evaluator.ingest import PROFILES, DuplicateRunError, prepare_run, store_run
+from evaluator.ingest import PROFILES, DuplicateRunError, prepare_run, store_run_staged
 from evaluator.readers import FORMATS
-from evaluator.store import connect
 
 HELP = "ingest a run file (JSONL, JSON, wide or long CSV, Parquet); prints the run name"
 
@@ -27,10 +26,9 @@ def run(args: argparse.Namespace) -> int:
     # Validate before opening the store: bad input never creates or touches a store.
     prepared = prepare_run(args.path, name=args.name, fmt=args.format, profile=args.profile,
                            progress=sys.stderr.isatty())
-    with connect(args.db) as con:
-        try:
-            result = store_run(con, prepared, replace=args.replace, drop_overrides=args.drop_overrides)
-        except DuplicateRunError as exc:
-            raise UsageError(f"{args.path}: {exc}") from None
+    try:  # built in a staging file; the store is held only to copy it in
+        result = store_run_staged(args.db, prepared, replace=args.replace, drop_overrides=args.drop_overrides)
+    except DuplicateRunError as exc:
+        raise UsageError(f"{args.path}: {exc}") from None
     print(result.name)
     return 0

@@ -89,7 +89,7 @@ def compute_and_store(
     The store is held only to copy the run out and to append the results: the judging (an LLM
     judge may take minutes) reads the staging file (evaluator.staging)."""
     with staging_area(db) as stage:
-        with connect(db, read_only=True) as con:  # read window (shared with readers)
+        with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
             content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id])
             overrides = refused_overrides(con, run_id) if with_overrides else {}

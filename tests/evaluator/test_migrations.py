@@ -162,3 +162,13 @@ def test_a_failing_migration_is_not_recorded(db_path: Path, monkeypatch: pytest.
         assert fetch_value(con, "SELECT count(*) FROM runs") == 0
     finally:
         con.close()
+
+
+def test_a_read_only_open_asked_to_upgrade_migrates_an_older_store_first(db_path: Path) -> None:
+    con = duckdb.connect(str(db_path))
+    try:
+        migrate(con, upto=1)
+    finally:
+        con.close()
+    with connect(db_path, read_only=True, upgrade=True) as con:
+        assert applied_versions(con) == VERSIONS
