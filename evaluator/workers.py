@@ -56,23 +56,48 @@ def worker_pool(max_workers: int, initializer: Callable[..., None], initargs: tu
     """A process pool for the block. When the block ends normally the pool finishes its work and
     closes; when it ends early (an error, SIGTERM's SystemExit, Ctrl-C, the consumer of a
     generator going away) the batches in flight are dropped and the workers killed at once:
-    ProcessPoolExecutor's own exit would wait for every pending batch first."""
-    pool = ProcessPoolExecutor(max_workers=max_workers, initializer=initializer, initargs=initargs)
+    ProcessPoolExecutor's own exit would wait for every pending batch first.
+
+    While the pool lives SIGPIPE is ignored, as Python does by default (the CLI lets it end the
+    process, so that `evaluator report | head` ends quietly): once a worker is gone the pool's
+    own threads may write to a pipe nobody reads any more, and must get EPIPE, which they
+    handle, rather than the signal, which would end the command at once, skipping its cleanup."""
+    restore = _ignore_sigpipe()
     try:
-        yield pool
-    except BaseException:
-        stop_workers(pool)
-        raise
-    pool.shutdown(wait=True)
+        pool = ProcessPoolExecutor(max_workers=max_workers, initializer=initializer, initargs=initargs)
+        try:
+            yield pool
+        except BaseException:
+            stop_workers(pool)
+            raise
+        pool.shutdown(wait=True)
+    finally:
+        restore()
 
 
 def stop_workers(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's workers now, dropping their work (they hold nothing that needs cleaning up)."""
+    """Kill the pool's workers now, dropping their work (they hold nothing that needs cleaning up),
+    and wait for the pool's threads to notice and end."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # no public handle before 3.14
-    pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(Exception):
             process.kill()
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=True, cancel_futures=True)
     for process in processes:
         with contextlib.suppress(Exception):
             process.join(timeout=5)
+
+
+def _ignore_sigpipe() -> Callable[[], None]:
+    """Ignore SIGPIPE (only the main thread may set handlers); returns what puts it back."""
+    if not hasattr(signal, "SIGPIPE") or threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    if previous is None:  # set outside Python: leave it ignored
+        return lambda: None
+
+    def restore() -> None:
+        signal.signal(signal.SIGPIPE, previous)
+
+    return restore

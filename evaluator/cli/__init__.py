@@ -72,11 +72,15 @@ class WaitLine:
             print(text, file=sys.stderr, flush=True)
 
 
+_TERMINATED_BY: list[int] = []  # the signal ending the command, once one is
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     """SIGTERM ends a command the way an error does: `finally` blocks run, so an open
     transaction rolls back, worker processes end and the staging file is removed. A second
     SIGTERM meanwhile ends the process at once (the next command removes what is left)."""
     del frame
+    _TERMINATED_BY.append(signum)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     raise SystemExit(128 + signum)
 
@@ -102,3 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"evaluator: error: {exc}", file=sys.stderr)
         return 2
+    except Exception:
+        if not _TERMINATED_BY:
+            raise
+        # SIGTERM came while DuckDB ran a query: DuckDB stops the query and raises its own
+        # "Query interrupted" in place of our SystemExit. It is the same termination.
+        return 128 + _TERMINATED_BY[0]
