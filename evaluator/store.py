@@ -214,6 +214,22 @@ def _open_duckdb(path: Path, read_only: bool, deadline: _Deadline) -> duckdb.Duc
             deadline.pause(holder_of(path))
 
 
+def _create(path: Path) -> None:
+    """A new store is made whole under a temporary name and renamed into place (callers hold the
+    exclusive turn): a process killed while creating it leaves no half-made file at `path`."""
+    partial = path.with_name(f"{path.name}.creating-{os.getpid()}")
+    for leftover in (partial, partial.with_name(partial.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    con = duckdb.connect(str(partial))
+    try:
+        migrate(con)
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    partial.with_name(partial.name + ".wal").unlink(missing_ok=True)  # checkpointed: nothing in it
+    os.replace(partial, path)
+
+
 def _log_hold(db: Path, held_s: float, read_only: bool) -> None:
     """With EVALUATOR_LOCK_LOG=FILE, one JSON line per time this process held the store (the
     benchmark reports how long each command kept others out)."""
@@ -285,6 +301,8 @@ class _Instance:
         """Take our turn (shared for readers, exclusive for writers), open the file, migrate it."""
         self.lock_fd = _take_turn(self.path, not read_only, deadline)
         try:
+            if not read_only and not self.path.exists():
+                _create(self.path)
             con = _open_duckdb(self.path, read_only, deadline)
             try:
                 if not read_only:

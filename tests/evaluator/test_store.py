@@ -194,3 +194,27 @@ def test_connect_creates_the_parent_directory_of_a_new_store(tmp_path: Path) -> 
     with connect(path) as con:
         assert fetch_value(con, "SELECT count(*) FROM runs") == 0
     assert path.exists()
+
+
+def test_a_process_killed_while_creating_the_store_leaves_no_half_made_store(tmp_path: Path) -> None:
+    path = tmp_path / "store.duckdb"
+    # Killed (SIGKILL) in the middle of creating the store: after the file exists, mid-migration.
+    script = textwrap.dedent(
+        """
+        import os, signal, sys
+        import evaluator.store as store
+        def die(con, *args, **kwargs):
+            con.execute("CREATE TABLE half_made (v INTEGER)")
+            os.kill(os.getpid(), signal.SIGKILL)
+        store.migrate = die
+        with store.connect(sys.argv[1]):
+            pass
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", script, str(path)], cwd=root, capture_output=True, text=True,
+                            env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, timeout=60)
+    assert result.returncode == -9, result.stderr
+    assert not path.exists()
+    with connect(path) as con:
+        assert fetch_value(con, "SELECT count(*) FROM runs") == 0
