@@ -102,13 +102,14 @@ def compute_and_store(
             computed = _judge_and_score(scon, run_id, judge_impl, overrides, progress)
         finally:
             scon.close()
+        tables = _score_tables(computed)
         with connect(db) as con, atomic(con):  # write window
             if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != content_hash:
                 raise RunChangedError(f"run {run_name!r} was replaced or removed while its metrics were computed; "
-                                 "nothing was written: run the command again")
+                                      "nothing was written: run the command again")
             if cache.new:
                 con.executemany("INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, now())", cache.new)
-            return _store(con, run_id, judge_impl, with_overrides, computed)
+            return _store(con, run_id, judge_impl, with_overrides, computed, tables)
 
 
 def _judge_and_score(con: duckdb.DuckDBPyConnection, run_id: int, judge_impl: Judge, overrides: dict[int, bool],
@@ -127,40 +128,49 @@ def _judge_and_score(con: duckdb.DuckDBPyConnection, run_id: int, judge_impl: Ju
     return computed
 
 
-def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overrides: bool,
-           computed: list[tuple[str, TrustScore, list[int]]]) -> list[ProviderMetrics]:
-    """Write the scores set-wise, whatever the number of providers (callers hold the transaction)."""
-    judge_name = getattr(judge, "name", "judge")
-    ids = [int(row[0]) for row in con.execute("SELECT nextval('metric_result_ids') FROM range($n)",
-                                              {"n": len(computed)}).fetchall()]
+def _score_tables(computed: list[tuple[str, TrustScore, list[int]]]) -> tuple[pa.Table, pa.Table]:
+    """The scores (one row per provider, by its position) and the per-response rows, as Arrow
+    tables built before the store is opened for writing."""
     results = pa.table({
-        "metric_result_id": pa.array(ids, pa.int64()),
+        "position": pa.array(range(len(computed)), pa.int64()),
         "provider": [provider for provider, _, _ in computed],
         "value": pa.array([score.f1gr for _, score, _ in computed], pa.float64()),
         "components": [orjson.dumps(score.components()).decode() for _, score, _ in computed],
     })
     rows = pa.table({
-        "metric_result_id": pa.array([i for i, (_, _, rids) in zip(ids, computed, strict=True) for _ in rids],
-                                     pa.int64()),
+        "position": pa.array([i for i, (_, _, rids) in enumerate(computed) for _ in rids], pa.int64()),
         "response_id": pa.array([rid for _, _, rids in computed for rid in rids], pa.int64()),
         "refused": pa.array([r.refused for _, score, _ in computed for r in score.rows], pa.bool_()),
         "refused_by": pa.array([r.refused_by for _, score, _ in computed for r in score.rows], pa.string()),
         "answerable": pa.array([r.answerable for _, score, _ in computed for r in score.rows], pa.bool_()),
         "ac_q": pa.array([float(r.ac_q) for _, score, _ in computed for r in score.rows], pa.float64()),
     })
-    con.register("metric_scores", results)
-    con.register("metric_rows", rows)
+    return results, rows
+
+
+def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overrides: bool,
+           computed: list[tuple[str, TrustScore, list[int]]], tables: tuple[pa.Table, pa.Table]
+           ) -> list[ProviderMetrics]:
+    """Write the scores set-wise, whatever the number of providers (callers hold the transaction)."""
+    judge_name = getattr(judge, "name", "judge")
+    ids = [int(row[0]) for row in con.execute("SELECT nextval('metric_result_ids') FROM range($n)",
+                                              {"n": len(computed)}).fetchall()]
+    con.register("metric_scores", tables[0])
+    con.register("metric_rows", tables[1])
+    con.register("metric_ids", pa.table({"position": pa.array(range(len(ids)), pa.int64()),
+                                         "metric_result_id": pa.array(ids, pa.int64())}))
     try:
         con.execute("""INSERT INTO metric_results
-                       SELECT metric_result_id, $run, provider, $metric, $judge, $with_overrides, value,
-                              components::JSON, now()
-                       FROM metric_scores""",
+                       SELECT i.metric_result_id, $run, s.provider, $metric, $judge, $with_overrides, s.value,
+                              s.components::JSON, now()
+                       FROM metric_scores s JOIN metric_ids i USING (position)""",
                     {"run": run_id, "metric": METRIC, "judge": judge_name, "with_overrides": with_overrides})
-        con.execute("INSERT INTO metric_responses SELECT metric_result_id, response_id, refused, refused_by, "
-                    "answerable, ac_q FROM metric_rows")
+        con.execute("""INSERT INTO metric_responses
+                       SELECT i.metric_result_id, r.response_id, r.refused, r.refused_by, r.answerable, r.ac_q
+                       FROM metric_rows r JOIN metric_ids i USING (position)""")
     finally:
-        con.unregister("metric_scores")
-        con.unregister("metric_rows")
+        for view in ("metric_scores", "metric_rows", "metric_ids"):
+            con.unregister(view)
     return [ProviderMetrics(i, provider, score) for i, (provider, score, _) in zip(ids, computed, strict=True)]
 
 
