@@ -32,12 +32,15 @@ import duckdb
 from evaluator.store import migrate, quote_ident, quote_literal, resolve_db_path
 
 # Tables a run is made of, and the SQL that selects one run's rows of each ($run: its run_id).
+# Rows go in in response order: the work reads them back in ranges of response ids, which
+# DuckDB answers from the zone maps only when the table is stored in that order.
 RUN_TABLES = {
     "runs": "SELECT * FROM runs WHERE run_id = $run",
     "questions": "SELECT * FROM questions WHERE run_id = $run",
-    "responses": "SELECT * FROM responses WHERE run_id = $run",
+    "responses": "SELECT * FROM responses WHERE run_id = $run ORDER BY response_id",
     "retrieved": """SELECT * FROM retrieved
-                    WHERE response_id IN (SELECT response_id FROM responses WHERE run_id = $run)""",
+                    WHERE response_id IN (SELECT response_id FROM responses WHERE run_id = $run)
+                    ORDER BY response_id, rank""",
     "chunks": """SELECT * FROM chunks WHERE chunk_key IN (
                      SELECT rt.chunk_key FROM retrieved rt JOIN responses r USING (response_id)
                      WHERE r.run_id = $run)""",
