@@ -6,11 +6,13 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from dashboard import names
 from dashboard.common import TEMPLATE_LABELS, code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
 from evaluator.queries import before_after as q
 
 PAGE_SIZE = 25
 ALL = "(all)"
+PROVIDER_PAGE = "providers_page"
 
 
 def pct(value: float) -> str:
@@ -46,17 +48,23 @@ with store() as con:
     ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
     timing = q.durations(con, ida, idb)
     with q.BeforeAfter(con, ida, idb, with_overrides=with_overrides) as ba:
-        rows = ba.summary()
+        # One ranked page of providers (most responses first) for the chart and the table; the others
+        # are summed into one "… and N more" row, so 100k providers cost what 20 do.
+        n_providers, shown = names.ranked_page(
+            PROVIDER_PAGE, lambda limit, offset: ba.providers(limit=limit, offset=offset))
+        rows = ba.summary(providers=shown, rest=True)
         changes = ba.check_changes()
-        providers = sorted({r["provider"] for r in rows if r["provider"] != ALL})
+        outside_flips, outside_groups, outside = ba.non_t3_changes(limit=10)
         templates = sorted({r["template"] for r in rows})
-        flip_provider = select_in_url("Flipped: provider", "flip_provider", [ALL, *providers],
-                                      container=st.sidebar)
+        flip_provider = names.provider_picker(
+            "Flipped: provider", "flip_provider", lambda text, limit: ba.providers(limit=limit, contains=text or None),
+            ba.has_provider, any_value=ALL, any_label=ALL, container=st.sidebar)
         flip_template = select_in_url("Flipped: template", "flip_template", [ALL, *templates],
                                       container=st.sidebar)
         flip_filter = {"provider": None if flip_provider == ALL else flip_provider,
                        "template": None if flip_template == ALL else flip_template}
-        n_flips = q.flip_count(rows, **flip_filter)
+        total_flips = ba.flip_count()
+        n_flips = ba.flip_count(**flip_filter) if any(flip_filter.values()) else total_flips
         pages = max(1, math.ceil(n_flips / PAGE_SIZE))
         if int(st.session_state.get("flip_page", 1)) > pages:  # fewer flips under the new filter
             st.session_state["flip_page"] = pages
@@ -75,11 +83,12 @@ verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides e
 st.markdown(f"Run **{md(run)}** — A = {describe(eval_a)} → B = {describe(eval_b)}; {verdicts}.")
 
 # --- the loud part: verdicts outside T3 must not change --------------------------------------
-outside = q.non_t3_changes(rows)
 if outside:
-    total = sum(r["flipped"] for r in outside)
-    where = ", ".join(f"{md(TEMPLATE_LABELS.get(r['template'], r['template']))}/{md(r['provider'])}: {r['flipped']}"
-                      for r in outside)
+    total = outside_flips
+    where = ", ".join(f"{md(TEMPLATE_LABELS.get(r['template'], r['template']))}/{md(names.short(r['provider']))}: "
+                      f"{r['flipped']}" for r in outside)
+    if outside_groups > len(outside):
+        where += f", {names.rest_label(outside_groups - len(outside), 'group')}"
     st.error(f"**{total} T1/T2 verdict(s) changed** between {md(name_a)} and {md(name_b)} ({where}). "
              "A fix for T3 must leave T1/T2 verdicts alone — check the flipped responses below.",
              icon=":material/error:")
@@ -104,19 +113,32 @@ df = pd.DataFrame(rows)
 df["template"] = df["template"].replace(TEMPLATE_LABELS)
 df["delta_pp"] = df["delta"] * 100
 per_provider = df[df["provider"] != ALL]
+labels = names.chart_labels(shown, n_providers - len(shown))
+per_provider = per_provider.assign(provider=per_provider["provider"].map(lambda v: labels.get(v, labels.get(None))))
 long = pd.concat([
-    per_provider.assign(evaluation=f"A: {name_a}", pass_rate=per_provider["pass_rate_a"]),
-    per_provider.assign(evaluation=f"B: {name_b}", pass_rate=per_provider["pass_rate_b"]),
+    per_provider.assign(evaluation=names.chart_labels([f"A: {name_a}"])[f"A: {name_a}"],
+                        pass_rate=per_provider["pass_rate_a"]),
+    per_provider.assign(evaluation=names.chart_labels([f"B: {name_b}"])[f"B: {name_b}"],
+                        pass_rate=per_provider["pass_rate_b"]),
 ])
 long["label"] = long["pass_rate"].map(lambda v: f"{v:.1%}")
-fig = px.bar(long, x="template", y="pass_rate", color="evaluation", barmode="group", facet_col="provider",
-             text="label", range_y=[0, 1.12], labels={"pass_rate": "pass rate", "template": ""},
+# A bar group per provider (the page's, and the rest), a panel per template: Plotly's cost grows with
+# the traces (2 x templates), not with the providers.
+fig = px.bar(long, x="provider", y="pass_rate", color="evaluation", barmode="group", facet_col="template",
+             text="label", range_y=[0, 1.12], labels={"pass_rate": "pass rate", "provider": ""},
+             category_orders={"provider": list(labels.values()), "template": ["T1", "T2", "T3", "no template"]},
              color_discrete_sequence=["#9e9e9e", "#1565c0"])
 fig.update_yaxes(tickformat=".0%")
+fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it
 fig.update_traces(textposition="outside", textfont_size=11, cliponaxis=False)
-fig.for_each_annotation(lambda a: a.update(text=a.text.replace("provider=", "")))
+fig.for_each_annotation(lambda a: a.update(text=a.text.replace("template=", "", 1)))
 fig.update_layout(height=360, margin={"t": 40, "b": 10}, legend_title_text="")
 st.plotly_chart(fig, key="before_after_chart")
+if n_providers > len(shown):
+    st.caption(f"{n_providers:,} providers: the chart and the table show {len(shown)} of them (most responses "
+               f"first) and sum the others in one “{names.rest_label(n_providers - len(shown))}” row; "
+               "page through them below the table.")
+df = pd.DataFrame(names.label_rows(df.to_dict("records"), n_providers - len(shown)))
 st.dataframe(
     df[["provider", "template", "n", "pass_rate_a", "pass_rate_b", "delta_pp", "false_failure_rate_a",
         "false_failure_rate_b", "fail_to_pass", "pass_to_fail"]],
@@ -131,10 +153,10 @@ st.dataframe(
         "pass_to_fail": st.column_config.NumberColumn("PASS → FAIL"),
     },
 )
+names.pager(PROVIDER_PAGE, n_providers)
 
 # --- check-level changes ------------------------------------------------------------------------
 st.subheader("Check verdicts that changed in the flipped responses")
-total_flips = q.flip_count(rows)
 if total_flips > q.CHECK_CHANGES_UP_TO:
     st.caption(f"Counted over the first {q.CHECK_CHANGES_UP_TO:,} of the {total_flips:,} flipped responses.")
 if changes:

@@ -6,11 +6,13 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from dashboard import names
 from dashboard.common import TEMPLATE_LABELS, code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
 from evaluator.queries import compare as q
 
 PAGE_SIZE = 25
 ALPHA = 0.05
+PROVIDER_PAGE = "providers_page"
 
 
 def pct(value: float | None) -> str:
@@ -58,9 +60,14 @@ with store() as con:
     eval_a, eval_b = q.latest_evaluation(con, run_a, ruleset), q.latest_evaluation(con, run_b, ruleset)
     assert eval_a is not None and eval_b is not None
     ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
-    rates = q.pass_rates(con, ida, idb, with_overrides=with_overrides)
+    # One ranked page of providers (most responses first) for the chart and the tables; the others are
+    # summed into one "… and N more" row, so 100k providers cost what 20 do.
+    n_providers, shown = names.ranked_page(
+        PROVIDER_PAGE, lambda limit, offset: q.provider_ranking(con, [ida, idb], limit=limit, offset=offset))
+    rest = n_providers - len(shown)
+    rates = q.pass_rates(con, ida, idb, with_overrides=with_overrides, providers=shown, rest=True)
     with q.RunComparison(con, ida, idb, with_overrides=with_overrides) as comparison:
-        tests = comparison.mcnemar()
+        tests = comparison.mcnemar(providers=shown, rest=True)
         summary = q.flip_summary(tests)
         offsets = {kind: (page_of(kind, summary[kind]["count"]) - 1) * PAGE_SIZE for kind in q.FLIP_KINDS}
         lists = comparison.flips(limit=PAGE_SIZE, offsets=offsets)
@@ -99,23 +106,37 @@ if overall is not None:
 st.subheader("Pass rates per template and provider")
 df = pd.DataFrame(rates)
 df["template"] = df["template"].replace(TEMPLATE_LABELS)
+labels = names.chart_labels(shown, rest)
 chart_rows = df[(df["provider"] != q.ALL) & (df["template"] != q.ALL)]
+chart_rows = chart_rows.assign(provider=chart_rows["provider"].map(lambda v: labels.get(v, labels.get(None))))
+run_labels = names.chart_labels([f"A: {run_a}", f"B: {run_b}"])
 long = pd.concat([
-    pd.DataFrame({"provider": chart_rows["provider"], "template": chart_rows["template"], "run": f"A: {run_a}",
-                  "rate": chart_rows["rate_a"], "low": chart_rows["ci_a"].str[0], "high": chart_rows["ci_a"].str[1]}),
-    pd.DataFrame({"provider": chart_rows["provider"], "template": chart_rows["template"], "run": f"B: {run_b}",
-                  "rate": chart_rows["rate_b"], "low": chart_rows["ci_b"].str[0], "high": chart_rows["ci_b"].str[1]}),
+    pd.DataFrame({"provider": chart_rows["provider"], "template": chart_rows["template"],
+                  "run": run_labels[f"A: {run_a}"], "rate": chart_rows["rate_a"],
+                  "low": chart_rows["ci_a"].str[0], "high": chart_rows["ci_a"].str[1]}),
+    pd.DataFrame({"provider": chart_rows["provider"], "template": chart_rows["template"],
+                  "run": run_labels[f"B: {run_b}"], "rate": chart_rows["rate_b"],
+                  "low": chart_rows["ci_b"].str[0], "high": chart_rows["ci_b"].str[1]}),
 ]).dropna(subset=["rate"])
-fig = px.bar(long, x="template", y="rate", color="run", barmode="group", facet_col="provider",
+# A bar group per provider (the page's, and the rest), a panel per template: Plotly's cost grows with
+# the traces (2 x templates), not with the providers.
+fig = px.bar(long, x="provider", y="rate", color="run", barmode="group", facet_col="template",
              error_y=long["high"] - long["rate"], error_y_minus=long["rate"] - long["low"],
-             range_y=[0, 1.05], labels={"rate": "pass rate", "template": ""},
+             range_y=[0, 1.05], labels={"rate": "pass rate", "provider": ""},
+             category_orders={"provider": list(labels.values()), "template": ["T1", "T2", "T3", "no template"]},
              color_discrete_sequence=["#9e9e9e", "#1565c0"])
 fig.update_yaxes(tickformat=".0%")
-fig.for_each_annotation(lambda a: a.update(text=a.text.replace("provider=", "")))
+fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it
+fig.for_each_annotation(lambda a: a.update(text=a.text.replace("template=", "", 1)))
 fig.update_layout(height=360, margin={"t": 40, "b": 10}, legend_title_text="")
 st.plotly_chart(fig, key="compare_chart")
 st.caption("Whiskers: 95% Wilson intervals. Δ interval: Newcombe's score interval for B − A, which treats the "
            "runs as independent — conservative for paired runs; the paired test is McNemar's below.")
+if rest:
+    st.caption(f"{n_providers:,} providers: the chart and both tables show {len(shown)} of them (most responses "
+               f"first) and sum the others in one “{names.rest_label(rest)}” row; page through them below "
+               "the McNemar table.")
+df = pd.DataFrame(names.label_rows(df.to_dict("records"), rest))
 table = pd.DataFrame({
     "provider": df["provider"], "template": df["template"],
     "n A": df["n_a"], "pass A": df["rate_a"], "95% CI A": df["ci_a"].map(interval),
@@ -132,7 +153,7 @@ st.subheader("Paired flips: McNemar's exact test")
 st.caption("For each group: pairs, both pass / both fail (concordant), regressions b (A pass → B fail) and fixes c "
            "(A fail → B pass). Under no real change b ~ Binomial(b + c, ½); p is the exact two-sided p-value. "
            "Template = the template group in run A.")
-tests_df = pd.DataFrame(tests)
+tests_df = pd.DataFrame(names.label_rows(tests, rest))
 tests_df["template"] = tests_df["template"].replace(TEMPLATE_LABELS)
 st.dataframe(tests_df, hide_index=True, column_config={
     "regressions": st.column_config.NumberColumn("regressions (b)"),
@@ -143,6 +164,7 @@ st.dataframe(tests_df, hide_index=True, column_config={
     "fixes_same_answer": st.column_config.NumberColumn("fixes, same answer"),
     "p_value": st.column_config.NumberColumn("McNemar p", format="%.4f"),
 })
+names.pager(PROVIDER_PAGE, n_providers)
 
 st.subheader("What flipped")
 titles = {kind: f"{kind.capitalize()} ({summary[kind]['count']})" for kind in q.FLIP_KINDS}

@@ -5,8 +5,12 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from dashboard import names
 from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store, store_path
 from evaluator.queries import metrics as q
+
+CARDS = 8  # providers of the run with F1GR / F1AC cards (four a row); the tables list the whole page
+HEATMAPS = 4  # providers of the run with a confusion-matrix chart; the table lists the whole page
 
 st.title("Metrics")
 st.caption("TRUST-SCORE (Song et al., ICLR 2025), computed once per run and provider. **F1GR** (grounded refusal) = "
@@ -19,8 +23,15 @@ with store() as con:
         st.stop()
     judge = select_in_url("Refusal judge", "judge", q.judges(con), default=q.DEFAULT_JUDGE, container=st.sidebar)
     with_overrides = overrides_toggle("Results computed with reviewers' decisions on 'refused' winning over the judge.")
-    everything = q.results(con, judge=judge, with_overrides=with_overrides)
-    mine = [r for r in everything if r["run"] == run]
+    # A ranked page of providers (most responses first) for all runs, and one for this run: a run of
+    # 100k providers costs what 20 do.
+    stored_for = {"judge": judge, "with_overrides": with_overrides}
+    n_all, all_shown = names.ranked_page(
+        "all_providers_page", lambda limit, offset: q.provider_ranking(con, **stored_for, limit=limit, offset=offset))
+    everything = q.results(con, **stored_for, providers=all_shown)
+    n_mine, mine_shown = names.ranked_page("run_providers_page", lambda limit, offset: q.provider_ranking(
+        con, **stored_for, run_name=run, limit=limit, offset=offset))
+    mine = q.results(con, **stored_for, run_name=run, providers=mine_shown)
     matrices = q.confusion(con, mine)
 can_compute = q.compute_available()
 
@@ -31,16 +42,25 @@ if everything:
     st.subheader("All runs")
     table = pd.DataFrame([{"run": r["run"], "provider": r["provider"], "F1GR": r["f1gr"], "F1AC": r["f1ac"],
                            "computed at": r["computed_at"]} for r in everything])
-    long = table.melt(id_vars=["run", "provider"], value_vars=["F1GR", "F1AC"], var_name="metric", value_name="value")
-    fig = px.bar(long, x="run", y="value", color="provider", barmode="group", facet_col="metric",
+    labels = names.chart_labels(all_shown)
+    run_labels = names.chart_labels(table["run"].unique())
+    long = (table.assign(provider=table["provider"].map(labels), run=table["run"].map(run_labels))
+            .melt(id_vars=["run", "provider"], value_vars=["F1GR", "F1AC"], var_name="metric", value_name="value"))
+    # A bar group per provider (at most TOP_N), a colour per run: Plotly's cost grows with the runs.
+    fig = px.bar(long, x="provider", y="value", color="run", barmode="group", facet_col="metric",
                  text=long["value"].map(lambda v: "—" if pd.isna(v) else f"{v:.3f}"), range_y=[0, 1.1],
-                 labels={"run": "", "value": ""})
+                 labels={"provider": "", "value": ""}, category_orders={"provider": list(labels.values())})
     fig.update_traces(textposition="outside", cliponaxis=False)
-    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("metric=", "")))
+    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("metric=", "", 1)))
     fig.update_layout(height=340, margin={"t": 40, "b": 10})
     st.plotly_chart(fig, key="metrics_all_chart")
+    if n_all > len(all_shown):
+        st.caption(f"{len(all_shown)} of {n_all:,} providers (most responses first); "
+                   f"{names.rest_label(n_all - len(all_shown))} — page through them below the table. "
+                   "Scores do not add up, so the others have no bar of their own.")
     st.dataframe(table, hide_index=True, column_config={
         "F1GR": st.column_config.NumberColumn(format="%.4f"), "F1AC": st.column_config.NumberColumn(format="%.4f")})
+    names.pager("all_providers_page", n_all)
 
 st.subheader(md(run))
 if not mine:
@@ -59,13 +79,19 @@ if not mine:
         st.rerun()
     st.stop()
 
-columns = st.columns(len(mine))
-for column, r in zip(columns, mine, strict=True):
-    with column:
-        st.markdown(f"**{md(r['provider'])}**")
-        left, right = st.columns(2)
-        left.metric("F1GR", "—" if r["f1gr"] is None else f"{r['f1gr']:.4f}", border=True)
-        right.metric("F1AC", "—" if r["f1ac"] is None else f"{r['f1ac']:.4f}", border=True)
+cards = mine[:CARDS]
+for start in range(0, len(cards), 4):
+    row = cards[start:start + 4]
+    for column, r in zip(st.columns(len(row) if len(cards) <= 4 else 4), row, strict=False):
+        with column:
+            text, full = names.heading(r["provider"])
+            st.markdown(f"**{text}**", help=full)
+            left, right = st.columns(2)
+            left.metric("F1GR", "—" if r["f1gr"] is None else f"{r['f1gr']:.4f}", border=True)
+            right.metric("F1AC", "—" if r["f1ac"] is None else f"{r['f1ac']:.4f}", border=True)
+if n_mine > len(cards):
+    st.caption(f"Cards for {len(cards)} of the run's {n_mine:,} providers (most responses first); the tables "
+               f"below list {len(mine)} at a time — page through them under the confusion matrix table.")
 
 st.markdown("**Components**")
 scores = {key: label for key, label in q.COMPONENTS.items() if not key.startswith("n_")}
@@ -88,16 +114,21 @@ st.markdown("**Refusal confusion matrix**")
 if not matrices:
     st.caption("No per-response refusal decisions stored for this run.")
 else:
-    columns = st.columns(len(matrices))
-    for column, m in zip(columns, matrices, strict=True):
+    charted = matrices[:HEATMAPS]
+    titles = names.chart_labels(m["provider"] for m in charted)
+    columns = st.columns(len(charted))
+    for i, (column, m) in enumerate(zip(columns, charted, strict=True)):
         grid = [[m["refused_answerable"], m["refused_unanswerable"]],
                 [m["answered_answerable"], m["answered_unanswerable"]]]
         fig = px.imshow(grid, x=["answerable", "unanswerable"], y=["refused", "answered"], text_auto=True,
-                        color_continuous_scale="Blues", aspect="auto", title=m["provider"],
+                        color_continuous_scale="Blues", aspect="auto", title=titles[m["provider"]],
                         labels={"x": "the question is", "y": "the response", "color": "responses"})
         fig.update_layout(height=260, margin={"t": 40, "b": 10, "l": 10, "r": 10}, coloraxis_showscale=False)
         fig.update_traces(textfont_size=18)
-        column.plotly_chart(fig, key=f"confusion_{m['provider']}")
+        column.plotly_chart(fig, key=f"confusion_{i}")
+    if len(matrices) > len(charted) or n_mine > len(matrices):
+        st.caption(f"Charts for {len(charted)} of the run's {n_mine:,} providers; the table lists "
+                   f"{len(matrices)} at a time.")
     st.dataframe(pd.DataFrame(matrices), hide_index=True, column_order=[
         "provider", "refused_unanswerable", "answered_answerable", "refused_answerable", "answered_unanswerable",
         "reviewer_decisions", "source",
@@ -111,3 +142,4 @@ else:
     })
     st.caption("✓ = the right call (refuse what cannot be answered, answer what can); ✗ = a wrong refusal or a "
                "missed one.")
+names.pager("run_providers_page", n_mine)

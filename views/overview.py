@@ -5,10 +5,13 @@ import pandas as pd
 import plotly.express as px
 import streamlit as st
 
+from dashboard import names
 from dashboard.common import TEMPLATE_LABELS, code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
 from evaluator.queries import overview as q
 
 VERDICT_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "N/A": "#9e9e9e"}
+FACETS = 4  # providers with their own panel in the checks chart; the page's others share one
+PROVIDER_PAGE = "providers_page"
 
 
 st.title("Overview")
@@ -19,11 +22,46 @@ with store() as con:
     ruleset = select_in_url("Evaluation", "eval", q.rulesets(con), default="t3_aware", container=st.sidebar)
     with_overrides = overrides_toggle()
     runs = q.runs_table(con)
-    rates, missing = q.pass_rates_by_run(con, ruleset, with_overrides=with_overrides) if ruleset else ([], [])
     evaluation = q.latest_evaluation(con, run, ruleset) if ruleset else None
-    checks = q.check_counts(con, evaluation["evaluation_id"], with_overrides=with_overrides) if evaluation else []
-    flags, flag_source = q.flag_counts(con, evaluation["evaluation_id"]) if evaluation else ([], None)
+    # One ranked page of the run's providers (most responses first) for every chart and table below;
+    # the others are summed into one "… and N more" row, so a run of 100k providers costs what 20 do.
+    every_run = list(q.latest_evaluations(con, ruleset)) if ruleset else []
+    ranked_over = [evaluation["evaluation_id"]] if evaluation else every_run
+    n_providers, shown = names.ranked_page(
+        PROVIDER_PAGE, lambda limit, offset: q.provider_ranking(con, ranked_over, limit=limit, offset=offset))
+    typed = (names.name_filter("providers", label="Providers: type to filter", container=st.sidebar)
+             if n_providers > names.TOP_N else "")
+    n_listed = n_providers
+    if st.session_state.get("providers_typed", typed) != typed:  # a new filter starts at its first page
+        st.session_state[PROVIDER_PAGE] = 1
+    st.session_state["providers_typed"] = typed
+    if typed:
+        n_listed, shown = names.ranked_page(PROVIDER_PAGE, lambda limit, offset: q.provider_ranking(
+            con, ranked_over, limit=limit, offset=offset, contains=typed))
+    rest = n_providers - len(shown)
+    # the pass rates cover every run: their rest also holds the providers of the other runs
+    rest_all = (q.provider_ranking(con, every_run, limit=0)[0] if len(every_run) > 1 else n_providers) - len(shown)
+    shown_rows = {"providers": shown, "rest": True}
+    rates, missing = (q.pass_rates_by_run(con, ruleset, with_overrides=with_overrides, **shown_rows)
+                      if ruleset else ([], []))
+    checks = (q.check_counts(con, evaluation["evaluation_id"], with_overrides=with_overrides, **shown_rows)
+              if evaluation else [])
+    flags, flag_source = q.flag_counts(con, evaluation["evaluation_id"], **shown_rows) if evaluation else ([], None)
     flag_source_info = q.evaluation_info(con, flag_source) if flag_source is not None else None
+
+labels = names.chart_labels(shown, rest)  # the run's charts
+labels_all = names.chart_labels(shown, rest_all)  # the pass rates of every run
+
+
+def provider_pages() -> None:
+    """Which providers the charts and tables show, and the pager through them (only when there are many)."""
+    if n_providers <= names.TOP_N:
+        return
+    matching = f" matching “{md(names.short(typed, 20))}”" if typed else ""
+    st.caption(f"{md(run)} has {n_providers:,} providers{' — ' + format(n_listed, ',') + matching if typed else ''}"
+               f": each chart and table shows {len(shown)} of them (most responses in {md(run)} first) and sums "
+               "the others in one “… and N more providers” row. Page through them below or type to filter "
+               "in the sidebar.")
 
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
 st.caption(f"Evaluation **{md(ruleset)}**, {verdicts}. A response passes when every check that is not N/A "
@@ -42,28 +80,36 @@ if not rates:
     st.info(f"No run has a {md(ruleset)} evaluation yet: "
             f"{code(f'python -m evaluator recompute --run RUN --ruleset {ruleset}')}.")
 else:
+    provider_pages()
     rates_df = pd.DataFrame(rates)
     rates_df["template"] = rates_df["template"].replace(TEMPLATE_LABELS)
+    run_labels = names.chart_labels(rates_df["run"].unique())
+    chart_df = rates_df.assign(provider=rates_df["provider"].map(lambda p: labels_all.get(p, labels_all.get(None))),
+                               run=rates_df["run"].map(run_labels))
+    # One bar group per provider (at most TOP_N and the rest), one colour per run: Plotly's cost grows
+    # with the traces (runs x templates), not with the providers.
     fig = px.bar(
-        rates_df, x="run", y="pass_rate", color="provider", barmode="group", facet_col="template",
+        chart_df, x="provider", y="pass_rate", color="run", barmode="group", facet_col="template",
         range_y=[0, 1.1], custom_data=["passed", "n", "ci_low", "ci_high"],
-        error_y=rates_df["ci_high"] - rates_df["pass_rate"], error_y_minus=rates_df["pass_rate"] - rates_df["ci_low"],
-        labels={"pass_rate": "pass rate", "run": ""},
-        category_orders={"template": ["T1", "T2", "T3", "no template"]},
+        error_y=chart_df["ci_high"] - chart_df["pass_rate"], error_y_minus=chart_df["pass_rate"] - chart_df["ci_low"],
+        labels={"pass_rate": "pass rate", "provider": ""},
+        category_orders={"template": ["T1", "T2", "T3", "no template"], "provider": list(labels_all.values()),
+                         "run": list(run_labels.values())},
     )
     fig.update_yaxes(tickformat=".0%")
-    fig.update_xaxes(matches=None)  # each template panel lists only the runs that have it
+    fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it
     fig.update_traces(
         texttemplate="%{y:.0%}", textposition="inside", insidetextanchor="start", textangle=0,
         textfont_size=11, error_y_color="#555",
         hovertemplate="%{x}: %{y:.1%} (%{customdata[0]}/%{customdata[1]}), "
                       "95% CI %{customdata[2]:.1%}–%{customdata[3]:.1%}<extra>%{fullData.name}</extra>",
     )
-    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("template=", "")))
-    fig.update_layout(height=380, margin={"t": 40, "b": 10}, legend_title_text="provider",
+    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("template=", "", 1)))
+    fig.update_layout(height=380, margin={"t": 40, "b": 10}, legend_title_text="run",
                       uniformtext_minsize=9, uniformtext_mode="hide")
     st.plotly_chart(fig, key="pass_rates_chart")
     st.caption("Bars: share of responses that pass; whiskers: 95% Wilson interval.")
+    rates_df = pd.DataFrame(names.label_rows(rates_df.to_dict("records"), rest_all))
     st.dataframe(
         rates_df[["run", "provider", "template", "n", "passed", "pass_rate", "ci_low", "ci_high"]],
         hide_index=True,
@@ -71,6 +117,7 @@ else:
                        "ci_low": st.column_config.NumberColumn("95% CI low", format="percent"),
                        "ci_high": st.column_config.NumberColumn("95% CI high", format="percent")},
     )
+    names.pager(PROVIDER_PAGE, n_listed)
 
 st.subheader(f"Checks of {md(run)}")
 if evaluation is None:
@@ -78,20 +125,31 @@ if evaluation is None:
             f"{code(f'python -m evaluator recompute --run {run} --ruleset {ruleset}')}.")
 else:
     checks_df = pd.DataFrame(checks)
-    long = (checks_df.melt(id_vars=["provider", "template", "check"], value_vars=["pass", "fail", "na"],
-                           var_name="verdict", value_name="responses")
+    # A panel each for the first FACETS providers shown; the others (and the rest) share one.
+    panel_labels = names.chart_labels(shown[:FACETS], n_providers - len(shown[:FACETS]))
+    panels = [label for label in panel_labels.values() if label in set(
+        checks_df["provider"].map(lambda p: panel_labels.get(p, panel_labels.get(None))))]
+    long = (checks_df.assign(provider=checks_df["provider"].map(lambda p: panel_labels.get(p, panel_labels.get(None))))
+            .melt(id_vars=["provider", "template", "check"], value_vars=["pass", "fail", "na"],
+                  var_name="verdict", value_name="responses")
             .replace({"verdict": {"pass": "PASS", "fail": "FAIL", "na": "N/A"}})
             .groupby(["provider", "check", "verdict"], as_index=False)["responses"].sum())
     fig = px.bar(
         long, y="check", x="responses", color="verdict", facet_col="provider", orientation="h",
         color_discrete_map=VERDICT_COLORS, text="responses",
-        category_orders={"check": list(q.CHECK_ORDER), "verdict": list(VERDICT_COLORS)},
+        category_orders={"check": list(q.CHECK_ORDER), "verdict": list(VERDICT_COLORS), "provider": panels},
     )
-    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("provider=", "")))
+    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("provider=", "", 1)))
     fig.update_layout(height=320, margin={"t": 40, "b": 10}, yaxis_title="")
     st.plotly_chart(fig, key="checks_chart")
+    if n_providers > FACETS:
+        st.caption(f"A panel each for the first {min(FACETS, len(shown))} providers of the page; the other "
+                   f"{n_providers - min(FACETS, len(shown)):,} share the last one. The table lists the page's "
+                   "providers one by one.")
     checks_df["template"] = checks_df["template"].replace(TEMPLATE_LABELS)
-    st.dataframe(checks_df.rename(columns={"pass": "PASS", "fail": "FAIL", "na": "N/A"}), hide_index=True)
+    checks_df = pd.DataFrame(names.label_rows(checks_df.to_dict("records"), rest))
+    st.dataframe(checks_df.rename(columns={"pass": "PASS", "fail": "FAIL", "na": "N/A"}),
+                 hide_index=True)
 
     st.subheader(f"Flags of {md(run)}")
     if flag_source_info is not None and flag_source != evaluation["evaluation_id"]:
@@ -103,8 +161,12 @@ else:
                 f"{code(f'python -m evaluator recompute --run {run} --ruleset t3_aware')}.")
     else:
         flags_df = pd.DataFrame(flags)
-        fig = px.bar(flags_df, x="flag", y="count", color="provider", barmode="group", text="count")
+        chart_df = flags_df.assign(provider=flags_df["provider"].map(lambda p: labels.get(p, labels.get(None))))
+        fig = px.bar(chart_df, x="provider", y="count", color="flag", barmode="group", text="count",
+                     category_orders={"provider": list(labels.values())})
         fig.update_layout(height=300, margin={"t": 20, "b": 10}, xaxis_title="")
         st.plotly_chart(fig, key="flags_chart")
+        flags_df = pd.DataFrame(names.label_rows(flags_df.to_dict("records"), rest))
+        columns = list(dict.fromkeys(flags_df["provider"]))  # the page's providers in rank order, the rest last
         st.dataframe(flags_df.pivot_table(index="flag", columns="provider", values="count", aggfunc="sum",
-                                          fill_value=0).astype(int))
+                                          fill_value=0).astype(int)[columns])

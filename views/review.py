@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import highlight, reviewing
+from dashboard import highlight, names, reviewing
 from dashboard.common import select_in_url, sidebar_run_picker, store, store_path
 from evaluator import pending
 from evaluator.overrides import OverrideError, allowed_values, targets_for
@@ -19,6 +19,7 @@ from evaluator.queries import review as q
 from evaluator.review_config import load_review_config
 
 TARGET_LABELS = {"overall": "Overall verdict", "refused": "Refused (used by the metrics)"}
+PICKER_LIMIT = 100  # responses offered by the picker at a time; typing narrows them
 SAVE_WAIT_S = 2.0  # a save waits this long for a busy store, then stays pending (never lost)
 
 
@@ -33,11 +34,20 @@ def _pick_response() -> None:
     """Opened without ?response=: choose a run and one of its responses."""
     with store() as con:
         run = sidebar_run_picker(con)
-        choices = q.response_choices(con, q.run_id(con, run)) if run else []
-    if not choices:
-        st.stop()
+        if not run:
+            st.stop()
+        typed = names.name_filter("find", label="Question id or provider")
+        choices = q.response_choices(con, q.run_id(con, run), limit=PICKER_LIMIT, contains=typed or None)
     st.info("Pick a response here, or open one from **Triage** (its *Review* link).")
-    labels = {c["response_id"]: f"{c['question_id']} · {c['provider']} · {c['question']}" for c in choices}
+    if not choices:
+        st.caption(f"No response of this run has “{highlight.inline(names.short(typed))}” in its question id or "
+                   "provider." if typed else "This run has no responses.")
+        st.stop()
+    if choices[0]["total"] > len(choices):
+        st.caption(f"The first {len(choices):,} of {choices[0]['total']:,} responses"
+                   f"{' matching the filter' if typed else ''}; type a question id or provider to narrow them.")
+    labels = {c["response_id"]: f"{names.short(c['question_id'], 30)} · {names.short(c['provider'], 30)} · "
+                                f"{names.short(c['question'], 80)}" for c in choices}
     picked = st.selectbox("Response", list(labels), index=None, format_func=labels.get,
                           placeholder="Choose a response…")
     if picked is not None:
@@ -182,8 +192,11 @@ with store() as con:
 
 st.page_link("views/triage.py", label="Back to Triage", icon=":material/arrow_back:",
              query_params={"run": resp["run"], "evaluation": str(evaluation_id)})
-st.markdown(f"#### {highlight.inline(resp['question_id'])} · {highlight.inline(resp['provider'])}"
-            f"{' · ' + highlight.inline(resp['model']) if resp['model'] else ''}")
+# Names from the run file are cut to one short line; the tooltip (and the metadata below) holds them in full.
+heading = [(label, resp[key], names.heading(resp[key], 60)) for label, key in
+           (("question id", "question_id"), ("provider", "provider"), ("model", "model")) if resp[key]]
+full_names = "\n\n".join(f"{label}: {highlight.inline(value)}" for label, value, (_, cut) in heading if cut)
+st.markdown("#### " + " · ".join(text for _, _, (text, _) in heading), help=full_names or None)
 top = st.columns(4)
 top[0].markdown(f"Effective verdict  \n{reviewing.badge(overall.get('overall'))}"
                 f"{' :violet-badge[overridden]' if overall.get('overridden') else ''}")
@@ -228,8 +241,8 @@ if history:
 else:
     st.caption("No overrides yet: the computed verdicts stand.")
 
-details = {k: resp[k] for k in ("expected_template", "template", "expected_routing", "classification",
-                                "answerable", "outcome") if resp[k] is not None}
+details = {k: resp[k] for k in ("question_id", "provider", "model", "expected_template", "template",
+                                "expected_routing", "classification", "answerable", "outcome") if resp[k] is not None}
 stored_json = {k: json.loads(resp[k]) for k in ("gold_answers", "expected_ids", "metadata") if resp[k]}
 with st.expander("Golden-set fields and metadata"):
     st.json({**details, **stored_json}, expanded=True)  # shown as data, never as markup

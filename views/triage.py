@@ -11,7 +11,7 @@ import shlex
 import pandas as pd
 import streamlit as st
 
-from dashboard import reviewing
+from dashboard import names, reviewing
 from dashboard.common import select_in_url, sidebar_run_picker, store
 from dashboard.highlight import inline
 from evaluator.queries import triage as q
@@ -64,11 +64,17 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict) -> None:
     flags = details["flags"]
     with st.container(border=True):
         overridden = " :violet-badge[overridden]" if row["n_overrides"] else ""
-        model = f" · {inline(row['model'])}" if row["model"] else ""
+        # Names from the run file are cut to one short line; the tooltip holds them in full.
+        shown_names = [(label, row[key], names.heading(row[key])) for label, key in
+                       (("question id", "question_id"), ("provider", "provider"), ("model", "model")) if row[key]]
+        qid, provider = shown_names[0][2][0], shown_names[1][2][0]
+        model = f" · {shown_names[2][2][0]}" if len(shown_names) > 2 else ""
+        full = "\n\n".join(f"{label}: {inline(value)}" for label, value, (_, cut) in shown_names if cut)
         template = f" · {inline(row['template_group'])}" if row["template_group"] != "none" else ""
         head, link = st.columns([6, 1], vertical_alignment="center")
-        head.markdown(f"**{inline(row['question_id'])}** · {inline(row['provider'])}{model}{template} · "
-                      f"{reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}")
+        head.markdown(f"**{qid}** · {provider}{model}{template} · "
+                      f"{reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}",
+                      help=full or None)
         link.page_link("views/review.py", label="Review", icon=":material/rate_review:",
                        query_params={"response": str(response_id), "evaluation": str(evaluation_id)})
         left, right = st.columns([3, 2], gap="medium")
@@ -101,17 +107,21 @@ def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-un
             "pass_reviewed": "PASS reviewed", "pass_overturned": "PASS overturned",
             "false_pass_rate": st.column_config.NumberColumn("false-pass rate", **percent),
         })
-    computed = pd.DataFrame(q.pass_rates(con, evaluation_id, with_overrides=False))
-    effective = pd.DataFrame(q.pass_rates(con, evaluation_id, with_overrides=True))
-    if not computed.empty:
+    # One page of providers (most responses first), the others summed in one row: 100k providers cost what 20 do.
+    n_providers, shown = names.ranked_page(
+        "agreement_providers_page",
+        lambda limit, offset: q.providers(con, evaluation_id, limit=limit, offset=offset))
+    rates = q.pass_rate_page(con, evaluation_id, shown)
+    if rates:
         st.caption("Pass rates without and with reviewers' overrides")
-        merged = computed.merge(effective, on=["provider", "template"], suffixes=("", "_effective"))
+        merged = pd.DataFrame(names.label_rows(rates, n_providers - len(shown)))
         st.dataframe(merged[["provider", "template", "n", "pass_rate", "pass_rate_effective"]],
                      hide_index=True, width="stretch", column_config={
                          "n": "responses",
                          "pass_rate": st.column_config.NumberColumn("computed pass rate", **percent),
                          "pass_rate_effective": st.column_config.NumberColumn("with overrides", **percent),
                      })
+        names.pager("agreement_providers_page", n_providers)
 
 
 def _responses(con, filters: q.TriageFilters, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
@@ -154,8 +164,12 @@ with store() as con:
                                   format_func=labels.get)
     options = q.filter_options(con, evaluation_id)
     st.sidebar.subheader("Filters")
-    provider = select_in_url("Provider", "provider", [ALL, *options["provider"]], container=st.sidebar,
-                             format_func=_any("All providers"))
+    # The top providers by responses, plus "type to filter": a run may have 100k of them.
+    provider = names.provider_picker(
+        "Provider", "provider",
+        lambda text, limit: q.providers(con, evaluation_id, limit=limit, contains=text or None),
+        lambda name: q.has_provider(con, evaluation_id, name),
+        any_value=ALL, any_label="All providers", container=st.sidebar)
     template = select_in_url("Template", "template", [ALL, *options["template"]], container=st.sidebar,
                              format_func=_any("All templates"))
     check = select_in_url("Verdict of", "check", options["check"], container=st.sidebar,

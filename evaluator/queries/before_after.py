@@ -25,6 +25,7 @@ from evaluator.queries.overview import (
     evaluation_info,
     latest_evaluation,
     query_dicts,
+    ranked_names,
     rulesets,
     verdicts_cte,
 )
@@ -90,23 +91,43 @@ class BeforeAfter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def summary(self) -> list[dict[str, Any]]:
+    def summary(self, *, providers: list[str] | None = None, rest: bool = False) -> list[dict[str, Any]]:
         """Per provider x template (and per template over all providers, provider '(all)'): n, passes,
-        pass rates, false failures and flips of A and B."""
-        rows = query_dicts(
-            self.con,
-            f"""SELECT CASE WHEN grouping(provider) = 1 THEN '(all)' ELSE provider END AS provider, template,
-                       count(*) AS n,
+        pass rates, false failures and flips of A and B.
+
+        With `providers`, only their rows besides the '(all)' ones (in that order), and with `rest` one
+        more row per template summing the other providers (provider None); `providers` then counts
+        the providers of each row."""
+        counts = """count(*) AS n,
                        count(*) FILTER (WHERE va) AS passed_a,
                        count(*) FILTER (WHERE vb) AS passed_b,
                        count(*) FILTER (WHERE NOT ca AND coalesce(ra, cb)) AS false_failures_a,
                        count(*) FILTER (WHERE NOT cb AND coalesce(rb, ca)) AS false_failures_b,
                        count(*) FILTER (WHERE NOT va AND vb) AS fail_to_pass,
-                       count(*) FILTER (WHERE va AND NOT vb) AS pass_to_fail
-                FROM {self.table}
-                GROUP BY GROUPING SETS ((provider, template), (template))
-                ORDER BY grouping(provider), provider, template""",
-        )
+                       count(*) FILTER (WHERE va AND NOT vb) AS pass_to_fail"""
+        if providers is None:
+            rows = query_dicts(
+                self.con,
+                f"""SELECT CASE WHEN grouping(provider) = 1 THEN '(all)' ELSE provider END AS provider, template,
+                           {counts}
+                    FROM {self.table}
+                    GROUP BY GROUPING SETS ((provider, template), (template))
+                    ORDER BY grouping(provider), provider, template""",
+            )
+        else:
+            rows = query_dicts(
+                self.con,
+                f"""WITH shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i
+                                   FROM (SELECT ?::VARCHAR[] AS l)),
+                    t AS (SELECT p.*, s.name AS shown, s.i FROM {self.table} p LEFT JOIN shown s ON s.name = p.provider)
+                    SELECT CASE WHEN grouping(shown) = 1 THEN '(all)' ELSE shown END AS provider, template,
+                           {counts}, count(DISTINCT provider) AS providers
+                    FROM t
+                    GROUP BY GROUPING SETS ((shown, template), (template))
+                    HAVING grouping(shown) = 1 OR shown IS NOT NULL OR ?
+                    ORDER BY grouping(shown), CASE WHEN grouping(shown) = 0 THEN min(i) END NULLS LAST, template""",
+                [list(providers), rest],
+            )
         for row in rows:
             n = row["n"]
             row["pass_rate_a"] = row["passed_a"] / n
@@ -116,6 +137,39 @@ class BeforeAfter:
             row["false_failure_rate_b"] = row["false_failures_b"] / n
             row["flipped"] = row["fail_to_pass"] + row["pass_to_fail"]
         return rows
+
+    def providers(self, *, limit: int, offset: int = 0, contains: str | None = None) -> tuple[int, list[str]]:
+        """The run's providers by responses, most first (those holding `contains`, ignoring case):
+        (how many, the `limit` names from `offset`)."""
+        return ranked_names(self.con, f"SELECT provider AS name, 1 AS weight FROM {self.table}",
+                            limit=limit, offset=offset, contains=contains)
+
+    def has_provider(self, provider: str) -> bool:
+        return bool(self.con.execute(f"SELECT count(*) FROM {self.table} WHERE provider = ?",
+                                     [provider]).fetchall()[0][0])
+
+    def flip_count(self, *, provider: str | None = None, template: str | None = None) -> int:
+        """How many responses flipped (of this provider / template when given)."""
+        return int(self.con.execute(
+            f"""SELECT count(*) FROM {self.table}
+                WHERE va <> vb AND (? IS NULL OR provider = ?) AND (? IS NULL OR template = ?)""",
+            [provider, provider, template, template],
+        ).fetchall()[0][0])
+
+    def non_t3_changes(self, *, limit: int = 10) -> tuple[int, int, list[dict[str, Any]]]:
+        """Verdicts that changed outside T3 (a fix for T3 must not change them): (how many flipped,
+        in how many provider x template groups, the `limit` groups with the most flips)."""
+        rows = self.con.execute(
+            f"""SELECT provider, template, count(*) AS flipped,
+                       sum(count(*)) OVER () AS total, count(*) OVER () AS groups
+                FROM {self.table} WHERE template <> 'T3' AND va <> vb
+                GROUP BY provider, template ORDER BY flipped DESC, template, provider LIMIT ?""",
+            [limit],
+        ).fetchall()
+        if not rows:
+            return 0, 0, []
+        return (int(rows[0][3]), int(rows[0][4]),
+                [{"provider": p, "template": t, "flipped": int(n)} for p, t, n, _, _ in rows])
 
     def check_changes(self, *, up_to: int = CHECK_CHANGES_UP_TO) -> list[dict[str, Any]]:
         """Among the flipped responses: computed check verdicts that differ between A and B, counted per

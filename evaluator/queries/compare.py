@@ -20,6 +20,7 @@ from evaluator.queries.overview import (
     evaluation_info,
     latest_evaluation,
     pass_rate_counts,
+    provider_ranking,
     query_dicts,
     rulesets,
     run_names,
@@ -30,7 +31,7 @@ from evaluator.store import quote_ident
 
 __all__ = [
     "ALL", "FLIP_KINDS", "RunComparison", "common_rulesets", "default_against", "evaluation_info", "flip_summary",
-    "latest_evaluation", "pairing", "pass_rates", "rulesets", "run_names",
+    "latest_evaluation", "pairing", "pass_rates", "provider_ranking", "rulesets", "run_names",
 ]
 
 ALL = "(all)"
@@ -84,13 +85,18 @@ def _rate(passed: int, n: int) -> dict[str, Any]:
 
 
 def pass_rates(
-    con: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: int, *, with_overrides: bool = False
+    con: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: int, *, with_overrides: bool = False,
+    providers: list[str] | None = None, rest: bool = False,
 ) -> list[dict[str, Any]]:
     """Per provider x template (plus '(all)' rows): each run's pass rate with its 95% Wilson interval,
-    and B - A with Newcombe's 95% interval. Every response of each run counts, paired or not."""
-    counts: dict[tuple[str, str], dict[str, list[int]]] = {}
+    and B - A with Newcombe's 95% interval. Every response of each run counts, paired or not.
+
+    With `providers`, only their rows besides the '(all)' ones (in that order), and with `rest` one
+    more row per template summing the other providers (provider None)."""
+    counts: dict[tuple[str | None, str], dict[str, list[int]]] = {}
     side_of = {evaluation_a: "a", evaluation_b: "b"}
-    for row in pass_rate_counts(con, [evaluation_a, evaluation_b], with_overrides=with_overrides):
+    for row in pass_rate_counts(con, [evaluation_a, evaluation_b], with_overrides=with_overrides,
+                                providers=providers, rest=providers is not None):
         side = side_of[row["evaluation_id"]]
         for key in ((row["provider"], row["template"]), (ALL, row["template"]), (row["provider"], ALL), (ALL, ALL)):
             tally = counts.setdefault(key, {"a": [0, 0], "b": [0, 0]})[side]
@@ -100,6 +106,8 @@ def pass_rates(
     for (provider, template), sides in counts.items():
         if provider != ALL and template == ALL:
             continue  # per-provider totals over templates add little beside the (all) rows
+        if provider is None and not rest:
+            continue
         (pa, na), (pb, nb) = sides["a"], sides["b"]
         a, b = _rate(pa, na), _rate(pb, nb)
         delta = b["rate"] - a["rate"] if na and nb else None
@@ -107,7 +115,14 @@ def pass_rates(
                     "n_a": na, "passed_a": pa, "rate_a": a["rate"], "ci_a": a["ci"],
                     "n_b": nb, "passed_b": pb, "rate_b": b["rate"], "ci_b": b["ci"],
                     "delta": delta, "delta_ci": list(newcombe_interval(pa, na, pb, nb) or []) or None})
-    out.sort(key=lambda r: (r["provider"] == ALL, r["provider"], r["template"] == ALL, r["template"]))
+    rank = {name: i for i, name in enumerate(providers or ())}
+
+    def order(r: dict[str, Any]) -> tuple:
+        provider = r["provider"]
+        place = (provider is None, rank.get(provider, 0), "") if providers is not None else (False, 0, provider)
+        return (provider == ALL, *place, r["template"] == ALL, r["template"])
+
+    out.sort(key=order)
     return out
 
 
@@ -137,27 +152,47 @@ class RunComparison:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def mcnemar(self) -> list[dict[str, Any]]:
+    def mcnemar(self, *, providers: list[str] | None = None, rest: bool = False) -> list[dict[str, Any]]:
         """Paired flips and McNemar's exact p over all pairs, per provider, per template (of run A) and both.
 
         regressions = b (pass in A, fail in B), fixes = c (fail in A, pass in B); *_same_answer count
         the flips whose answer did not change (same answer_hash): the evaluation or the inputs changed.
+        With `providers`, only their rows besides the '(all)' ones (in that order), and with `rest` the
+        other providers' pairs summed in rows of provider None.
         """
-        rows = query_dicts(
-            self.con,
-            f"""SELECT CASE WHEN grouping(provider) = 1 THEN '{ALL}' ELSE provider END AS provider,
-                       CASE WHEN grouping(template) = 1 THEN '{ALL}' ELSE template END AS template,
-                       count(*) AS pairs,
+        counts = """count(*) AS pairs,
                        count(*) FILTER (WHERE va AND vb) AS both_pass,
                        count(*) FILTER (WHERE NOT va AND NOT vb) AS both_fail,
                        count(*) FILTER (WHERE va AND NOT vb) AS regressions,
                        count(*) FILTER (WHERE NOT va AND vb) AS fixes,
                        count(*) FILTER (WHERE va AND NOT vb AND same_answer) AS regressions_same_answer,
-                       count(*) FILTER (WHERE NOT va AND vb AND same_answer) AS fixes_same_answer
-                FROM {self.table}
-                GROUP BY GROUPING SETS ((), (provider), (template), (provider, template))
-                ORDER BY grouping(provider) DESC, grouping(template) DESC, provider, template""",
-        )
+                       count(*) FILTER (WHERE NOT va AND vb AND same_answer) AS fixes_same_answer"""
+        if providers is None:
+            rows = query_dicts(
+                self.con,
+                f"""SELECT CASE WHEN grouping(provider) = 1 THEN '{ALL}' ELSE provider END AS provider,
+                           CASE WHEN grouping(template) = 1 THEN '{ALL}' ELSE template END AS template,
+                           {counts}
+                    FROM {self.table}
+                    GROUP BY GROUPING SETS ((), (provider), (template), (provider, template))
+                    ORDER BY grouping(provider) DESC, grouping(template) DESC, provider, template""",
+            )
+        else:
+            rows = query_dicts(
+                self.con,
+                f"""WITH shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i
+                                   FROM (SELECT ?::VARCHAR[] AS l)),
+                    t AS (SELECT p.*, s.name AS shown, s.i FROM {self.table} p LEFT JOIN shown s ON s.name = p.provider)
+                    SELECT CASE WHEN grouping(shown) = 1 THEN '{ALL}' ELSE shown END AS provider,
+                           CASE WHEN grouping(template) = 1 THEN '{ALL}' ELSE template END AS template,
+                           {counts}
+                    FROM t
+                    GROUP BY GROUPING SETS ((), (shown), (template), (shown, template))
+                    HAVING grouping(shown) = 1 OR shown IS NOT NULL OR ?
+                    ORDER BY grouping(shown) DESC, CASE WHEN grouping(shown) = 0 THEN min(i) END NULLS LAST,
+                             grouping(template) DESC, template""",
+                [list(providers), rest],
+            )
         for row in rows:
             row["p_value"] = mcnemar_exact(int(row["regressions"]), int(row["fixes"]))
         return rows

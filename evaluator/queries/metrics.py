@@ -14,10 +14,12 @@ from typing import Any
 
 import duckdb
 
+from evaluator.queries.overview import ranked_names
 from evaluator.queries.runs import run_names
 
 __all__ = [
-    "COMPONENTS", "DEFAULT_JUDGE", "compute", "compute_available", "confusion", "judges", "results", "run_names",
+    "COMPONENTS", "DEFAULT_JUDGE", "compute", "compute_available", "confusion", "judges", "provider_ranking",
+    "results", "run_names",
 ]
 
 DEFAULT_JUDGE = "heuristic"
@@ -48,16 +50,47 @@ def judges(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [DEFAULT_JUDGE, *[j for j in stored if j != DEFAULT_JUDGE]]
 
 
+def provider_ranking(
+    con: duckdb.DuckDBPyConnection, *, judge: str = DEFAULT_JUDGE, with_overrides: bool = False,
+    run_name: str | None = None, limit: int, offset: int = 0, contains: str | None = None,
+) -> tuple[int, list[str]]:
+    """Providers with stored results (of every run, or one) by responses, most first:
+    (how many, the `limit` names from `offset`). The responses are counted in the newest result's
+    per-response rows (joined by id: the names are read once per result, not once per response)."""
+    where = f"m.judge = ? AND m.with_overrides = ? AND lower(m.metric) IN {TRUST_METRICS}"
+    params: list[Any] = [judge, with_overrides]
+    if run_name is not None:
+        where += " AND m.run_id = (SELECT run_id FROM runs WHERE name = ?)"
+        params.append(run_name)
+    return ranked_names(
+        con,
+        f"""WITH newest AS (
+                SELECT m.metric_result_id, m.provider FROM metric_results m WHERE {where}
+                QUALIFY row_number() OVER (PARTITION BY m.run_id, m.provider
+                                           ORDER BY m.computed_at DESC, m.metric_result_id DESC) = 1),
+            counted AS (
+                SELECT metric_result_id, count(*) AS n FROM metric_responses
+                WHERE metric_result_id IN (SELECT metric_result_id FROM newest) GROUP BY metric_result_id)
+            SELECT w.provider AS name, coalesce(c.n, 0) AS weight
+            FROM newest w LEFT JOIN counted c USING (metric_result_id)""",
+        params, limit=limit, offset=offset, contains=contains,
+    )
+
+
 def results(
     con: duckdb.DuckDBPyConnection, *, judge: str = DEFAULT_JUDGE, with_overrides: bool = False,
-    run_name: str | None = None,
+    run_name: str | None = None, providers: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Newest F1GR / F1AC per run x provider with their components (every run, or one)."""
+    """Newest F1GR / F1AC per run x provider with their components (every run, or one; every
+    provider, or those of `providers`, in that order within each run)."""
     where = f"m.judge = ? AND m.with_overrides = ? AND lower(m.metric) IN {TRUST_METRICS}"
     params: list[Any] = [judge, with_overrides]
     if run_name is not None:
         where += " AND r.name = ?"
         params.append(run_name)
+    if providers is not None:
+        where += " AND m.provider IN (SELECT unnest(?::VARCHAR[]))"
+        params.append(list(providers))
     rows = con.execute(
         f"""WITH ranked AS (
                 SELECT r.run_id, r.name AS run, m.provider, lower(m.metric) AS metric, m.value,
@@ -77,6 +110,10 @@ def results(
             GROUP BY run_id, run, provider ORDER BY run_id, provider""",
         params,
     ).fetchall()
+    if providers is not None:  # the order of the names (most responses first) within each run
+        rank = {name: i for i, name in enumerate(providers)}
+        order = {run: i for i, run in enumerate(dict.fromkeys(row[0] for row in rows))}  # by run id
+        rows.sort(key=lambda row: (order[row[0]], rank.get(row[1], 0)))
     out = []
     for run, provider, f1gr, f1ac, components, computed_at, result_ids in rows:
         parts = json.loads(components) if components else {}

@@ -25,8 +25,9 @@ from evaluator.stats import wilson_interval
 
 __all__ = [
     "CHECK_ORDER", "RULESET_ORDER", "check_counts", "common_rulesets", "evaluation_info", "flag_counts",
-    "latest_evaluation", "pass_rate_counts", "pass_rates_by_run", "query_dicts", "REVIEWS_CTE",
-    "reviewed_cte", "rulesets", "run_names", "runs_table", "verdicts_cte",
+    "latest_evaluation", "latest_evaluations", "pass_rate_counts", "pass_rates_by_run", "provider_ranking",
+    "query_dicts", "ranked_names", "REVIEWS_CTE", "Shown", "reviewed_cte", "rulesets", "run_names", "runs_table",
+    "verdicts_cte",
 ]
 
 RULESET_ORDER = ("recorded", "legacy", "t3_aware")
@@ -34,6 +35,79 @@ CHECK_ORDER = ("routing_check", "retrieval_check", "answers_question", "cites_sh
                "follows_template", "no_hallucination")
 CHECK_LIST_SQL = "[" + ", ".join(f"'{c}'" for c in CHECK_ORDER) + "]"
 EVALUATION_KEYS = ["evaluation_id", "run", "ruleset", "rules_hash", "created_at", "duration_s", "n_responses"]
+
+
+
+# --- many names (issue 15): a run may have 100k providers; pages show a ranked page of them ---
+
+
+def ranked_names(con: duckdb.DuckDBPyConnection, source_sql: str, params: Sequence[Any] = (), *, limit: int,
+                 offset: int = 0, contains: str | None = None) -> tuple[int, list[str]]:
+    """Names of `source_sql` (columns `name`, `weight`) by total weight, most first, then by name:
+    (how many names there are — those holding `contains`, ignoring case, when given — and the
+    `limit` names from `offset`). All in SQL: only one page of names reaches Python."""
+    where, where_params = ("WHERE contains(lower(name), lower(?))", [contains]) if contains else ("", [])
+    rows = [] if limit <= 0 else con.execute(
+        f"""WITH src AS ({source_sql})
+            SELECT name, count(*) OVER () AS total FROM src {where}
+            GROUP BY name ORDER BY sum(weight) DESC, name LIMIT ? OFFSET ?""",
+        [*params, *where_params, int(limit), int(offset)],
+    ).fetchall()
+    if rows:
+        return int(rows[0][1]), [str(row[0]) for row in rows]
+    total = con.execute(f"WITH src AS ({source_sql}) SELECT count(DISTINCT name) FROM src {where}",
+                        [*params, *where_params]).fetchall()[0][0]
+    return int(total or 0), []
+
+
+def provider_ranking(con: duckdb.DuckDBPyConnection, evaluation_ids: Sequence[int], *, limit: int, offset: int = 0,
+                     contains: str | None = None) -> tuple[int, list[str]]:
+    """Providers of these evaluations by responses (from the stored counts): (how many, one page of names)."""
+    ids = [int(i) for i in evaluation_ids]
+    if not ids:
+        return 0, []
+    return ranked_names(
+        con,
+        f"""SELECT provider AS name, n AS weight FROM evaluation_counts
+            WHERE target = 'overall' AND evaluation_id IN ({', '.join('?' * len(ids))})""",
+        ids, limit=limit, offset=offset, contains=contains,
+    )
+
+
+class Shown:
+    """Restrict an aggregate to some providers: their rows, and with `rest` one row summing all the others.
+
+    The provider is mapped before the rows are grouped (`provider(col)` is the shown name, NULL for
+    the others), so 100k providers fold into the page's 20 groups plus one in a single pass, instead
+    of grouping every provider first. Start the query with `with_(…)`: its first parameter (the names)
+    is `params`. Without names (`names` None) it changes nothing."""
+
+    def __init__(self, names: Sequence[str] | None, rest: bool) -> None:
+        self.names, self.rest = (None if names is None else list(names)), rest
+
+    @property
+    def on(self) -> bool:
+        return self.names is not None
+
+    def with_(self, *ctes: str) -> str:
+        """`WITH shown AS (…), ctes…` (or just the others when off); binds `params` first."""
+        shown = "shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i FROM (SELECT ?::VARCHAR[] AS l))"
+        return "WITH " + ", ".join([shown, *ctes] if self.on else ctes)
+
+    @property
+    def params(self) -> list[Any]:
+        return [self.names] if self.on else []
+
+    def provider(self, column: str) -> str:
+        return "shown.name" if self.on else column
+
+    def join(self, column: str) -> str:
+        return f"{'LEFT JOIN' if self.rest else 'JOIN'} shown ON shown.name = {column}" if self.on else ""
+
+    def rank(self) -> str:
+        """An aggregate giving each group the place of its provider (the rest last); only when on."""
+        return ", min(shown.i) AS provider_rank" if self.on else ""
+
 
 # The latest override per (response, target). No parameters.
 REVIEWS_CTE = """reviews AS (
@@ -137,39 +211,48 @@ def runs_table(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def pass_rate_counts(
-    con: duckdb.DuckDBPyConnection, evaluation_ids: Sequence[int], *, with_overrides: bool = False
+    con: duckdb.DuckDBPyConnection, evaluation_ids: Sequence[int], *, with_overrides: bool = False,
+    providers: Sequence[str] | None = None, rest: bool = False,
 ) -> list[dict[str, Any]]:
     """Responses and passes per evaluation x provider x template, for several evaluations.
 
     From the counts stored with each evaluation; with overrides, corrected by the responses a
-    reviewer overrode (their effective verdict replaces the computed one)."""
+    reviewer overrode (their effective verdict replaces the computed one). With `providers`, only
+    their rows (in that order), and with `rest` one more row per evaluation x template summing all
+    the other providers (provider None, last)."""
     if not evaluation_ids:
         return []
     ids = [int(i) for i in evaluation_ids]
     marks = ", ".join("?" * len(ids))
+    shown = Shown(providers, rest)
     computed = f"""computed AS (
-            SELECT evaluation_id, provider, template_group AS template, sum(n)::BIGINT AS n,
-                   coalesce(sum(n) FILTER (WHERE verdict = 'PASS'), 0)::BIGINT AS passed
-            FROM evaluation_counts WHERE target = 'overall' AND evaluation_id IN ({marks})
+            SELECT c.evaluation_id, {shown.provider('c.provider')} AS provider, c.template_group AS template,
+                   sum(c.n)::BIGINT AS n,
+                   coalesce(sum(c.n) FILTER (WHERE c.verdict = 'PASS'), 0)::BIGINT AS passed{shown.rank()}
+            FROM evaluation_counts c {shown.join('c.provider')}
+            WHERE c.target = 'overall' AND c.evaluation_id IN ({marks})
             GROUP BY ALL)"""
+    order = ("c.provider_rank NULLS LAST, c.evaluation_id, c.template" if shown.on
+             else "c.evaluation_id, c.provider, c.template")
     if not with_overrides:
-        return query_dicts(con, f"""WITH {computed}
-            SELECT * FROM computed ORDER BY evaluation_id, provider, template""", ids)
-    return query_dicts(
-        con,
-        f"""WITH {REVIEWS_CTE}, {reviewed_cte("reviewed", len(ids))}, {computed},
-            delta AS (
-                SELECT x.evaluation_id, r.provider, rr.template_group AS template,
-                       sum(x.pass::INTEGER - (rr.overall = 'PASS')::INTEGER) AS d
-                FROM reviewed x
-                JOIN response_results rr ON rr.evaluation_id = x.evaluation_id AND rr.response_id = x.response_id
-                JOIN responses r ON r.response_id = x.response_id
-                GROUP BY ALL)
-            SELECT c.evaluation_id, c.provider, c.template, c.n, (c.passed + coalesce(d.d, 0))::BIGINT AS passed
-            FROM computed c LEFT JOIN delta d USING (evaluation_id, provider, template)
-            ORDER BY c.evaluation_id, c.provider, c.template""",
-        ids + ids,
-    )
+        sql = f"""{shown.with_(computed)}
+            SELECT c.evaluation_id, c.provider, c.template, c.n, c.passed FROM computed c ORDER BY {order}"""
+        return query_dicts(con, sql, [*shown.params, *ids])
+    delta = f"""delta AS (
+            SELECT x.evaluation_id, {shown.provider('r.provider')} AS provider, rr.template_group AS template,
+                   sum(x.pass::INTEGER - (rr.overall = 'PASS')::INTEGER) AS d
+            FROM reviewed x
+            JOIN response_results rr ON rr.evaluation_id = x.evaluation_id AND rr.response_id = x.response_id
+            JOIN responses r ON r.response_id = x.response_id
+            {shown.join('r.provider')}
+            GROUP BY ALL)"""
+    sql = f"""{shown.with_(REVIEWS_CTE, reviewed_cte("reviewed", len(ids)), computed, delta)}
+        SELECT c.evaluation_id, c.provider, c.template, c.n, (c.passed + coalesce(d.d, 0))::BIGINT AS passed
+        FROM computed c
+        LEFT JOIN delta d ON d.evaluation_id = c.evaluation_id AND d.template = c.template
+                         AND d.provider IS NOT DISTINCT FROM c.provider
+        ORDER BY {order}"""
+    return query_dicts(con, sql, [*shown.params, *ids, *ids])
 
 
 def with_wilson(row: dict[str, Any], passed: str = "passed", n: str = "n") -> dict[str, Any]:
@@ -177,36 +260,46 @@ def with_wilson(row: dict[str, Any], passed: str = "passed", n: str = "n") -> di
     return {**row, "ci_low": low, "ci_high": high}
 
 
-def pass_rates_by_run(
-    con: duckdb.DuckDBPyConnection, ruleset: str, *, with_overrides: bool = False
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """Pass rates per run x provider x template, each run under its newest evaluation of `ruleset`.
-
-    Returns the rows (run, evaluation_id, provider, template, n, passed, pass_rate, ci_low, ci_high)
-    and the names of the runs that have no evaluation under that rule set.
-    """
+def latest_evaluations(con: duckdb.DuckDBPyConnection, ruleset: str) -> dict[int, str]:
+    """evaluation id -> run name: each run's newest evaluation under `ruleset`, in the order of the runs."""
     latest = con.execute(
         """SELECT r.name, max(e.evaluation_id) FROM runs r JOIN evaluations e USING (run_id)
            WHERE e.ruleset = ? GROUP BY r.name, r.run_id ORDER BY r.run_id""",
         [ruleset],
     ).fetchall()
-    run_of = {int(evaluation_id): name for name, evaluation_id in latest}
+    return {int(evaluation_id): name for name, evaluation_id in latest}
+
+
+def pass_rates_by_run(
+    con: duckdb.DuckDBPyConnection, ruleset: str, *, with_overrides: bool = False,
+    providers: Sequence[str] | None = None, rest: bool = False,
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Pass rates per run x provider x template, each run under its newest evaluation of `ruleset`.
+
+    Returns the rows (run, evaluation_id, provider, template, n, passed, pass_rate, ci_low, ci_high)
+    and the names of the runs that have no evaluation under that rule set. `providers` and `rest`
+    as in pass_rate_counts (the rest's rows have provider None and come last in each run).
+    """
+    run_of = latest_evaluations(con, ruleset)
     rows = [
         with_wilson({"run": run_of[row["evaluation_id"]], **row, "pass_rate": row["passed"] / row["n"]})
-        for row in pass_rate_counts(con, list(run_of), with_overrides=with_overrides)
+        for row in pass_rate_counts(con, list(run_of), with_overrides=with_overrides, providers=providers, rest=rest)
     ]
     order = {evaluation_id: i for i, evaluation_id in enumerate(run_of)}
-    rows.sort(key=lambda r: (order[r["evaluation_id"]], r["provider"], r["template"]))
+    rank = {name: i for i, name in enumerate(providers or ())}
+    rows.sort(key=lambda r: (order[r["evaluation_id"]], r["provider"] is None,
+                             rank.get(r["provider"], 0) if providers is not None else r["provider"], r["template"]))
     missing = [name for name in run_names(con) if name not in run_of.values()]
     return rows, missing
 
 
 def check_counts(
-    con: duckdb.DuckDBPyConnection, evaluation_id: int, *, with_overrides: bool = False
+    con: duckdb.DuckDBPyConnection, evaluation_id: int, *, with_overrides: bool = False,
+    providers: Sequence[str] | None = None, rest: bool = False,
 ) -> list[dict[str, Any]]:
     """PASS / FAIL / N/A counts per provider x template x check (effective check verdicts when with_overrides):
     the counts stored with the evaluation, corrected by reviewers' check overrides (each moves one
-    response from its computed verdict to the reviewer's)."""
+    response from its computed verdict to the reviewer's). `providers` and `rest` as in pass_rate_counts."""
     counted = """SELECT provider, template_group AS template, target AS "check", verdict, n
                  FROM evaluation_counts WHERE evaluation_id = ? AND target <> 'overall'"""
     params = [evaluation_id]
@@ -220,22 +313,38 @@ def check_counts(
             JOIN responses r ON r.response_id = c.response_id
             CROSS JOIN LATERAL (VALUES (c.verdict, -1), (o.new_value, 1)) AS moved(verdict, n)"""
         params.append(evaluation_id)
-    return query_dicts(
-        con,
-        f"""WITH {REVIEWS_CTE}, counted AS ({counted})
-            SELECT provider, template, "check",
-                   coalesce(sum(n) FILTER (WHERE verdict = 'PASS'), 0)::BIGINT AS pass,
-                   coalesce(sum(n) FILTER (WHERE verdict = 'FAIL'), 0)::BIGINT AS fail,
-                   coalesce(sum(n) FILTER (WHERE verdict = 'N/A'), 0)::BIGINT AS na
-            FROM counted
-            GROUP BY provider, template, "check"
-            ORDER BY provider, template, list_position({CHECK_LIST_SQL}, "check"), "check\"""",
-        params,
-    )
+    shown = Shown(providers, rest)
+    sql = f"""{shown.with_(REVIEWS_CTE, f"counted AS ({counted})")}
+            SELECT {shown.provider('k.provider')} AS provider, k.template, k."check",
+                   coalesce(sum(k.n) FILTER (WHERE k.verdict = 'PASS'), 0)::BIGINT AS pass,
+                   coalesce(sum(k.n) FILTER (WHERE k.verdict = 'FAIL'), 0)::BIGINT AS fail,
+                   coalesce(sum(k.n) FILTER (WHERE k.verdict = 'N/A'), 0)::BIGINT AS na
+            FROM counted k {shown.join('k.provider')}
+            GROUP BY {shown.provider('k.provider')}, k.template, k."check"
+            ORDER BY {'min(shown.i) NULLS LAST' if shown.on else 'provider'}, k.template,
+                     list_position({CHECK_LIST_SQL}, k."check"), k."check"
+            """
+    return query_dicts(con, sql, [*shown.params, *params])
 
 
-def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> tuple[list[dict[str, Any]], int | None]:
+def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, providers: Sequence[str] | None = None,
+                rest: bool = False) -> tuple[list[dict[str, Any]], int | None]:
     """Flag counts per provider, and the evaluation they come from (recorded verdicts carry no flags,
-    so for them it is the run's newest computed evaluation; None when there is none)."""
+    so for them it is the run's newest computed evaluation; None when there is none). `providers` and
+    `rest` as in pass_rate_counts."""
     source = report.flags_evaluation_id(con, evaluation_id)
-    return report.flag_counts(con, evaluation_id), source
+    if providers is None:
+        return report.flag_counts(con, evaluation_id), source
+    if source is None:
+        return [], None
+    shown = Shown(providers, rest)
+    rows = query_dicts(
+        con,
+        f"""{shown.with_()}
+            SELECT {shown.provider('r.provider')} AS provider, f.flag, count(*) AS count
+            FROM flags f JOIN responses r ON r.response_id = f.response_id {shown.join('r.provider')}
+            WHERE f.evaluation_id = ?
+            GROUP BY ALL ORDER BY min(shown.i) NULLS LAST, f.flag""",
+        [*shown.params, source],
+    )
+    return rows, source

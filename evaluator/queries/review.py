@@ -227,15 +227,34 @@ def refused_state(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str,
     }
 
 
-def response_choices(con: duckdb.DuckDBPyConnection, run_id: int, limit: int = 2000) -> list[dict[str, Any]]:
-    """Responses of a run to pick from when the page was opened without a response id."""
-    return query_dicts(
+def response_choices(con: duckdb.DuckDBPyConnection, run_id: int, limit: int = 100,
+                     contains: str | None = None) -> list[dict[str, Any]]:
+    """Responses of a run to pick from when the page was opened without a response id: the first `limit`
+    (of those whose question id or provider holds `contains`, ignoring case), each with `total`, how many
+    there are. Names longer than 200 characters keep their start and end, the question its first 80:
+    a picker lists them, in full they are on the response's page."""
+    def cut(column: str) -> str:
+        return (f"CASE WHEN length({column}) > 200 THEN left({column}, 150) || '…' || right({column}, 49) "
+                f"ELSE {column} END")
+
+    where = "r.run_id = ?"
+    params: list[Any] = [run_id]
+    if contains:
+        where += " AND (contains(lower(r.question_id), lower(?)) OR contains(lower(r.provider), lower(?)))"
+        params += [contains, contains]
+    # The page's ids first (a narrow sort), the names for those ids only; the total in its own count.
+    total = int(fetch_one(con, f"SELECT count(*) FROM responses r WHERE {where}", params)[0])  # type: ignore[index]
+    rows = query_dicts(
         con,
-        """SELECT r.response_id, r.question_id, r.provider, left(q.question, 80) AS question
-           FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-           WHERE r.run_id = ? ORDER BY r.response_id LIMIT ?""",
-        [run_id, limit],
+        f"""WITH page AS (SELECT r.response_id FROM responses r WHERE {where} ORDER BY r.response_id LIMIT ?)
+            SELECT r.response_id, {cut('r.question_id')} AS question_id, {cut('r.provider')} AS provider,
+                   left(q.question, 80) AS question
+            FROM page JOIN responses r USING (response_id)
+            JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+            ORDER BY r.response_id""",
+        [*params, limit],
     )
+    return [{**row, "total": total} for row in rows]
 
 
 def run_id(con: duckdb.DuckDBPyConnection, run_name: str) -> int | None:

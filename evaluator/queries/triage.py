@@ -15,6 +15,7 @@ import duckdb
 from evaluator import search_index
 from evaluator.overrides import HAS_CARRIED_SQL, agreement
 from evaluator.queries.effective import check_results_cte, response_results_cte, response_results_params
+from evaluator.queries.overview import pass_rate_counts, ranked_names
 from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dicts
 from evaluator.queries.review import (
     checks,
@@ -33,8 +34,8 @@ from evaluator.types import CHECK_NAMES
 
 __all__ = [
     "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",
-    "evaluation_label", "evaluations_of_run", "filter_options", "flags", "missing_search_index", "page_and_count",
-    "pass_rates", "retrieved", "run_id", "spans", "display_rules",
+    "evaluation_label", "evaluations_of_run", "filter_options", "flags", "has_provider", "missing_search_index",
+    "page_and_count", "pass_rate_page", "pass_rates", "providers", "retrieved", "run_id", "spans", "display_rules",
 ]
 
 PAGE_SIZE = 50
@@ -69,8 +70,37 @@ def missing_search_index(con: duckdb.DuckDBPyConnection, run_id: int) -> int | N
     return size if size >= INDEX_WORTH_IT_FROM and not search_index.is_built(con, run_id) else None
 
 
+PROVIDERS_SQL = """SELECT provider AS name, n AS weight FROM evaluation_counts
+                   WHERE evaluation_id = ? AND target = 'overall'"""
+
+
+def providers(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, limit: int, offset: int = 0,
+              contains: str | None = None) -> tuple[int, list[str]]:
+    """The evaluation's providers by responses, most first (those holding `contains`, ignoring case):
+    (how many, the `limit` names from `offset`). A run may have 100k providers: never list them all."""
+    return ranked_names(con, PROVIDERS_SQL, [evaluation_id], limit=limit, offset=offset, contains=contains)
+
+
+def has_provider(con: duckdb.DuckDBPyConnection, evaluation_id: int, provider: str) -> bool:
+    return bool(fetch_value(con, "SELECT count(*) FROM evaluation_counts WHERE evaluation_id = ? AND provider = ?",
+                            [evaluation_id, provider]))
+
+
+def pass_rate_page(con: duckdb.DuckDBPyConnection, evaluation_id: int, providers: list[str]) -> list[dict[str, Any]]:
+    """Computed and effective pass rates per provider x template for one page of providers (in that order),
+    the other providers summed in rows of provider None."""
+    rows: dict[tuple[str | None, str], dict[str, Any]] = {}
+    for with_overrides in (False, True):
+        for row in pass_rate_counts(con, [evaluation_id], with_overrides=with_overrides, providers=providers,
+                                    rest=True):
+            out = rows.setdefault((row["provider"], row["template"]),
+                                  {"provider": row["provider"], "template": row["template"], "n": row["n"]})
+            out["pass_rate_effective" if with_overrides else "pass_rate"] = row["passed"] / row["n"]
+    return list(rows.values())
+
+
 def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, list[str]]:
-    """What the filters can choose from in this evaluation."""
+    """What the filters can choose from in this evaluation (providers: see `providers`)."""
     def values(sql: str, params: list[Any]) -> list[str]:
         return [str(row[0]) for row in con.execute(sql, params).fetchall() if row[0] is not None]
 
@@ -79,8 +109,6 @@ def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[s
     source = flags_evaluation_id(con, evaluation_id)
     names = values("SELECT DISTINCT check_name FROM check_results WHERE evaluation_id = ?", [evaluation_id])
     return {
-        "provider": values("SELECT DISTINCT provider FROM responses WHERE run_id = "
-                           "(SELECT run_id FROM evaluations WHERE evaluation_id = ?) ORDER BY 1", [evaluation_id]),
         "template": values("SELECT DISTINCT template_group FROM response_results WHERE evaluation_id = ? ORDER BY 1",
                            [evaluation_id]),
         "check": ["overall", *[c for c in CHECK_NAMES if c in names], *sorted(set(names) - set(CHECK_NAMES))],
