@@ -52,3 +52,44 @@ def sample_store(sample_store_template: Path, tmp_path: Path) -> Path:
     path = tmp_path / "samples.duckdb"
     shutil.copy(sample_store_template, path)
     return path
+
+
+# Another process that holds the store for writing (as a CLI command does, with its label) until
+# released: pages, saves and the CLI must wait for it.
+HOLDER = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from evaluator.store import connect, set_waiting
+set_waiting(label=sys.argv[3])
+with connect(sys.argv[1]) as con:
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+class StoreHolder:
+    def __init__(self, db: Path, label: str) -> None:
+        self.process = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(ROOT), label],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None and self.process.stdout.readline().strip() == "held"
+
+    def release(self) -> None:
+        if self.process.poll() is None:
+            assert self.process.stdin is not None
+            self.process.stdin.write("go\n")
+            self.process.stdin.flush()
+        assert self.process.wait(timeout=30) == 0
+
+
+@pytest.fixture
+def hold_store():  # type: ignore[no-untyped-def]
+    """hold_store(db, label="evaluator recompute") -> a StoreHolder; released at the latest after the test."""
+    holders: list[StoreHolder] = []
+
+    def hold(db: Path, label: str = "evaluator recompute") -> StoreHolder:
+        holders.append(StoreHolder(db, label))
+        return holders[-1]
+
+    yield hold
+    for holder in holders:
+        holder.release()

@@ -4,9 +4,6 @@ while another process holds the store."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -16,21 +13,6 @@ import pytest
 from evaluator import pending
 from evaluator.overrides import OverrideError
 from evaluator.store import connect, fetch_value
-
-# Another process that takes the store's turn for writing (as the CLI does), says "held",
-# and lets go when told to on stdin.
-HOLDER = textwrap.dedent(
-    """
-    import sys
-    sys.path.insert(0, sys.argv[2])
-    from evaluator.store import connect, set_waiting
-    set_waiting(label="evaluator recompute")
-    with connect(sys.argv[1]) as con:
-        print("held", flush=True)
-        sys.stdin.readline()
-    """
-)
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _response_id(db: Path) -> int:
@@ -50,22 +32,6 @@ def _overrides(db: Path) -> list[tuple]:
                            "FROM overrides ORDER BY override_id").fetchall()
 
 
-class Holder:
-    """The store held for writing by another process until release()."""
-
-    def __init__(self, db: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(ROOT)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None and self.process.stdout.readline().strip() == "held"
-
-    def release(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.write("go\n")
-            self.process.stdin.flush()
-        assert self.process.wait(timeout=30) == 0
-
-
 def test_a_save_on_a_free_store_is_written_at_once(sample_store: Path) -> None:
     rid = _response_id(sample_store)
     token = pending.submit(sample_store, _save(rid))
@@ -75,10 +41,10 @@ def test_a_save_on_a_free_store_is_written_at_once(sample_store: Path) -> None:
     assert pending.pending(sample_store) == []
 
 
-def test_a_save_while_another_process_writes_is_kept_pending_not_lost(sample_store: Path) -> None:
+def test_a_save_while_another_process_writes_is_kept_pending_not_lost(sample_store: Path, hold_store) -> None:
     rid = _response_id(sample_store)
     before = len(_overrides(sample_store))
-    holder = Holder(sample_store)
+    holder = hold_store(sample_store)
     try:
         token = pending.submit(sample_store, _save(rid))
         [outcome] = pending.apply(sample_store, [token], timeout_s=0.5)
@@ -92,9 +58,9 @@ def test_a_save_while_another_process_writes_is_kept_pending_not_lost(sample_sto
     assert pending.status(sample_store, token).state == "saved"
 
 
-def test_the_drainer_writes_pending_saves_once_the_store_frees(sample_store: Path) -> None:
+def test_the_drainer_writes_pending_saves_once_the_store_frees(sample_store: Path, hold_store) -> None:
     rid = _response_id(sample_store)
-    holder = Holder(sample_store)
+    holder = hold_store(sample_store)
     try:
         token = pending.submit(sample_store, _save(rid))
         drainer = pending.start_drainer(sample_store)

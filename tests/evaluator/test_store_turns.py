@@ -12,18 +12,6 @@ from pathlib import Path
 from evaluator.store import connect, fetch_value
 
 ROOT = Path(__file__).resolve().parents[2]
-# Holds the store for writing, labelled like a CLI command, until a line arrives on stdin.
-HOLDER = textwrap.dedent(
-    """
-    import sys
-    sys.path.insert(0, sys.argv[2])
-    from evaluator.store import connect, set_waiting
-    set_waiting(label="evaluator recompute")
-    with connect(sys.argv[1]) as con:
-        print("held", flush=True)
-        sys.stdin.readline()
-    """
-)
 # A busy dashboard: 8 threads that open the store, read, and close, over and over, until stdin closes.
 BUSY = textwrap.dedent(
     """
@@ -59,25 +47,22 @@ def _start(script: str, db: Path, ready: str) -> subprocess.Popen:
     return process
 
 
-def test_the_cli_waits_for_its_turn_and_says_so(sample_store: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    holder = _start(HOLDER, sample_store, "held")
+def test_the_cli_waits_for_its_turn_and_says_so(sample_store: Path, cli, hold_store) -> None:  # type: ignore[no-untyped-def]
+    holder = hold_store(sample_store)
     waiting = subprocess.Popen([sys.executable, "-m", "evaluator", "runs", "--db", str(sample_store)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert waiting.stderr is not None
     first = waiting.stderr.readline()  # blocks until the CLI reports that it waits
     assert "waiting for the store (evaluator recompute, pid" in first
     assert waiting.poll() is None
-    holder.communicate("go\n", timeout=30)
+    holder.release()
     out, _ = waiting.communicate(timeout=60)
     assert waiting.returncode == 0 and "clearpath" in out
 
 
-def test_the_cli_gives_up_after_wait_seconds_naming_the_holder(sample_store: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    holder = _start(HOLDER, sample_store, "held")
-    try:
-        result = cli("runs", "--wait", "0.5", db=sample_store)
-    finally:
-        holder.communicate("go\n", timeout=30)
+def test_the_cli_gives_up_after_wait_seconds_naming_the_holder(sample_store: Path, cli, hold_store) -> None:  # type: ignore[no-untyped-def]
+    hold_store(sample_store)
+    result = cli("runs", "--wait", "0.5", db=sample_store)
     assert result.returncode == 1
     assert "the store is busy (evaluator recompute, pid" in result.stderr and "--wait" in result.stderr
 

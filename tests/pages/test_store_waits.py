@@ -3,53 +3,22 @@ and a reviewer's save is kept as pending, never lost and never an error."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import threading
 import time
 from pathlib import Path
 
 from evaluator import pending
 
-ROOT = Path(__file__).resolve().parents[2]
 PAGE = "views/review.py"
 SAVE_WAIT_S = 2.0  # views/review.py: how long a save waits for the store before it stays pending
-HOLDER = textwrap.dedent(
-    """
-    import sys
-    sys.path.insert(0, sys.argv[2])
-    from evaluator.store import connect, set_waiting
-    set_waiting(label="evaluator ingest")
-    with connect(sys.argv[1]) as con:
-        print("held", flush=True)
-        sys.stdin.readline()
-    """
-)
-
-
-class Holder:
-    def __init__(self, db: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), str(ROOT)], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None and self.process.stdout.readline().strip() == "held"
-
-    def release(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.write("go\n")
-            self.process.stdin.flush()
-        assert self.process.wait(timeout=30) == 0
-
-
 def _rid(query, db: Path) -> int:  # type: ignore[no-untyped-def]
     return query(db, "SELECT response_id FROM responses JOIN runs USING (run_id) "
                      "WHERE name = 'clearpath' AND question_id = 'cp-02' AND provider = 'openai'")[0][0]
 
 
-def test_a_page_waits_for_the_store_and_then_renders_without_an_error(make_app, sample_store, query):
+def test_a_page_waits_for_the_store_and_then_renders_without_an_error(make_app, sample_store, query, hold_store):
     rid = _rid(query, sample_store)
-    holder = Holder(sample_store)
+    holder = hold_store(sample_store, "evaluator ingest")
     released = threading.Timer(2.0, holder.release)  # the CLI finishes while the page waits
     released.start()
     try:
@@ -63,12 +32,13 @@ def test_a_page_waits_for_the_store_and_then_renders_without_an_error(make_app, 
     assert waited >= 1.5  # it really waited for the holder rather than failing or reading around it
 
 
-def test_a_save_while_the_store_is_busy_is_kept_as_pending_and_lands_later(make_app, sample_store, query):
+def test_a_save_while_the_store_is_busy_is_kept_as_pending_and_lands_later(make_app, sample_store, query,
+                                                                           hold_store):
     rid = _rid(query, sample_store)
     app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "Priya"})
     app.selectbox(key="override_target").select("overall")
     app.text_area(key="override_reason").input("a price the context supports")
-    holder = Holder(sample_store)
+    holder = hold_store(sample_store, "evaluator ingest")
     try:
         app.button(key="save_override").click()
         # Released after the save has given up waiting (SAVE_WAIT_S): the page's rerun then waits its turn.
