@@ -134,8 +134,7 @@ def _override_form(response_id: int, evaluation_id: int, current: dict[str, str 
         st.error(st.session_state.pop("override_error"), icon=":material/error:")
     if "override_done" in st.session_state:
         st.success(st.session_state.pop("override_done"), icon=":material/check_circle:")
-    if "override_pending" in st.session_state:
-        st.info(st.session_state.pop("override_pending"), icon=":material/schedule:")
+
     st.button("Save override", type="primary", disabled=disabled, on_click=_submit,
               args=(response_id, evaluation_id, reviewer or ""), key="save_override")
 
@@ -158,6 +157,8 @@ def _carried(candidates: list[dict], response_id: int, evaluation_id: int, revie
 
 
 st.title("Review")
+if "override_pending" in st.session_state:  # shown first: the rest of the page may still wait for the store
+    st.info(st.session_state.pop("override_pending"), icon=":material/schedule:")
 response_id = _response_id()
 if response_id is None:
     _pick_response()
