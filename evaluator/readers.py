@@ -14,7 +14,7 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -206,30 +206,24 @@ def duplicate_key(raw: bytes | str, parsed: Any) -> DuplicateKey | None:
 def _count_keys(value: Any) -> int:
     """Keys in all the objects of a parsed JSON value."""
     try:  # recursion is the fastest walk of the usual few levels; orjson reads up to 1024 of them
-        return _keys_in_object(value) if type(value) is dict else _keys_in_list(value)
+        return _keys_in(value)
     except RecursionError:
         return _count_keys_iteratively(value)
 
 
-def _keys_in_object(obj: dict[str, Any]) -> int:
-    n = len(obj)
-    for value in obj.values():
-        kind = type(value)
-        if kind is dict:
-            n += _keys_in_object(value)
-        elif kind is list:
-            n += _keys_in_list(value)
-    return n
-
-
-def _keys_in_list(items: list[Any]) -> int:
-    n = 0
-    for value in items:
-        kind = type(value)
-        if kind is dict:
-            n += _keys_in_object(value)
-        elif kind is list:
-            n += _keys_in_list(value)
+def _keys_in(value: Any) -> int:
+    """Keys of every object in a parsed JSON value (objects and lists are walked; scalars have none)."""
+    items: Iterable[Any]
+    if type(value) is dict:
+        n, items = len(value), value.values()
+    elif type(value) is list:
+        n, items = 0, value
+    else:
+        return 0
+    for item in items:
+        kind = type(item)
+        if kind is dict or kind is list:
+            n += _keys_in(item)
     return n
 
 

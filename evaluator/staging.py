@@ -57,7 +57,8 @@ class Stage:
     path: Path
 
     def connect(self) -> duckdb.DuckDBPyConnection:
-        """The staging file's own instance (never open while it is attached to the store)."""
+        """The staging file's own instance. This file is private to one command (not the store:
+        no one else opens it), so it needs no turns; it is never open while it is attached."""
         return duckdb.connect(str(self.path))
 
 

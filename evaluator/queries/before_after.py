@@ -27,6 +27,7 @@ from evaluator.queries.overview import (
     query_dicts,
     ranked_names,
     rulesets,
+    shown_pairs_cte,
     verdicts_cte,
 )
 from evaluator.store import quote_ident
@@ -117,9 +118,7 @@ class BeforeAfter:
         else:
             rows = query_dicts(
                 self.con,
-                f"""WITH shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i
-                                   FROM (SELECT ?::VARCHAR[] AS l)),
-                    t AS (SELECT p.*, s.name AS shown, s.i FROM {self.table} p LEFT JOIN shown s ON s.name = p.provider)
+                f"""{shown_pairs_cte(self.table)}
                     SELECT CASE WHEN grouping(shown) = 1 THEN '(all)' ELSE shown END AS provider, template,
                            {counts}, count(DISTINCT provider) AS providers
                     FROM t

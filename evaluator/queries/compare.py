@@ -24,6 +24,7 @@ from evaluator.queries.overview import (
     query_dicts,
     rulesets,
     run_names,
+    shown_pairs_cte,
     verdicts_cte,
 )
 from evaluator.stats import mcnemar_exact, newcombe_interval, wilson_interval
@@ -180,9 +181,7 @@ class RunComparison:
         else:
             rows = query_dicts(
                 self.con,
-                f"""WITH shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i
-                                   FROM (SELECT ?::VARCHAR[] AS l)),
-                    t AS (SELECT p.*, s.name AS shown, s.i FROM {self.table} p LEFT JOIN shown s ON s.name = p.provider)
+                f"""{shown_pairs_cte(self.table)}
                     SELECT CASE WHEN grouping(shown) = 1 THEN '{ALL}' ELSE shown END AS provider,
                            CASE WHEN grouping(template) = 1 THEN '{ALL}' ELSE template END AS template,
                            {counts}

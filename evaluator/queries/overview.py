@@ -74,6 +74,17 @@ def provider_ranking(con: duckdb.DuckDBPyConnection, evaluation_ids: Sequence[in
     )
 
 
+# The providers a page shows (bound as one list parameter), each with its place.
+SHOWN_CTE = "shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i FROM (SELECT ?::VARCHAR[] AS l))"
+
+
+def shown_pairs_cte(table: str) -> str:
+    """`WITH shown …, t …`: the rows of a pairs table (quoted name) with the shown provider's name
+    and place in `shown`/`i` (NULL for the providers not shown); binds the names first."""
+    return (f"WITH {SHOWN_CTE},\n"
+            f"t AS (SELECT p.*, s.name AS shown, s.i FROM {table} p LEFT JOIN shown s ON s.name = p.provider)")
+
+
 class Shown:
     """Restrict an aggregate to some providers: their rows, and with `rest` one row summing all the others.
 
@@ -91,8 +102,7 @@ class Shown:
 
     def with_(self, *ctes: str) -> str:
         """`WITH shown AS (…), ctes…` (or just the others when off); binds `params` first."""
-        shown = "shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i FROM (SELECT ?::VARCHAR[] AS l))"
-        return "WITH " + ", ".join([shown, *ctes] if self.on else ctes)
+        return "WITH " + ", ".join([SHOWN_CTE, *ctes] if self.on else ctes)
 
     @property
     def params(self) -> list[Any]:
