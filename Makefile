@@ -45,7 +45,7 @@ run: samples
 		--browser.gatherUsageStats false
 
 lint: install-test
-	$(VENV)/bin/ruff check evaluator dashboard views tests bench app.py tools
+	$(VENV)/bin/ruff check evaluator dashboard pages tests bench app.py tools
 
 typecheck: install-test
 	$(VENV)/bin/mypy evaluator

@@ -1,27 +1,10 @@
-"""Streamlit entry point: navigation over the pages of SPEC §8.
+"""Streamlit entry point: the navigation over the pages of SPEC §8, which live in pages/.
 
-The page scripts live in views/, not pages/: Streamlit treats a pages/ folder as the legacy
-multipage mechanism and serves its files directly on a fresh server's first request,
-before st.navigation has taken over routing.
+The navigation is defined once, in dashboard/shell.py; each page calls
+`dashboard.shell.served_by_app()` first, so that a fresh server's first request to a deep
+link (/triage?run=…) renders inside this navigation too.
 """
 
-import streamlit as st
+from dashboard.shell import navigation
 
-st.set_page_config(page_title="RAG evaluation review", page_icon=":material/fact_check:", layout="wide")
-
-PAGES = {
-    "For PMs": [
-        # The default page is served at "/".
-        st.Page("views/overview.py", title="Overview", icon=":material/dashboard:", default=True),
-        st.Page("views/before_after.py", title="Before/after", icon=":material/compare_arrows:",
-                url_path="before_after"),
-        st.Page("views/compare_runs.py", title="Compare runs", icon=":material/difference:", url_path="compare"),
-        st.Page("views/metrics.py", title="Metrics", icon=":material/analytics:", url_path="metrics"),
-    ],
-    "For reviewers": [
-        st.Page("views/triage.py", title="Triage", icon=":material/filter_list:", url_path="triage"),
-        st.Page("views/review.py", title="Review", icon=":material/rate_review:", url_path="review"),
-    ],
-}
-
-st.navigation(PAGES).run()
+navigation().run()

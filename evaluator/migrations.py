@@ -204,6 +204,34 @@ ALTER TABLE overrides ADD COLUMN client_token VARCHAR;
 CREATE INDEX overrides_client_token ON overrides (client_token);
 """
 
+# Human labels (issue 13): a run defines its labels and their scales; annotators rate responses.
+# Append-only like overrides: a new rating is a new row, the latest per (response, annotator,
+# label) is the current one. `value` keeps the text as given; `value_num` its number on an
+# ordinal or numeric scale (an ordinal value's position in `labels.scale_values`, from 1).
+ANNOTATIONS = """
+CREATE SEQUENCE annotation_ids START 1;
+CREATE TABLE labels (
+    run_id INTEGER NOT NULL,
+    label VARCHAR NOT NULL,
+    scale VARCHAR NOT NULL,
+    scale_values JSON,
+    description VARCHAR
+);
+CREATE TABLE annotations (
+    annotation_id BIGINT PRIMARY KEY,
+    response_id BIGINT NOT NULL,
+    annotator VARCHAR NOT NULL,
+    label VARCHAR NOT NULL,
+    value VARCHAR,
+    value_num DOUBLE,
+    reason VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    source VARCHAR NOT NULL,
+    client_token VARCHAR
+);
+CREATE INDEX annotations_response ON annotations (response_id);
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", INITIAL),
     (2, "override lookup index", OVERRIDE_INDEX),
@@ -211,4 +239,5 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (4, "evaluation verdict counts", EVALUATION_COUNTS),
     (5, "search index", SEARCH_INDEX),
     (6, "override client tokens", OVERRIDE_TOKENS),
+    (7, "annotations and labels", ANNOTATIONS),
 ]

@@ -1,7 +1,7 @@
 """Issue 15: reviewers save overrides while the CLI writes to the same store.
 
 Eight reviewer threads, 25 overrides each, save exactly as the Review page does
-(views/review.py `_save`: `pending.submit`, then `pending.apply([token], timeout_s=SAVE_WAIT_S)`,
+(pages/review.py `_save`: `pending.submit`, then `pending.apply([token], timeout_s=SAVE_WAIT_S)`,
 then the page reruns and reads the response again), with the background drainer the dashboard
 starts (`pending.start_drainer`) writing whatever stayed pending. Meanwhile the CLI runs as
 real `python -m evaluator` subprocesses: once ingesting and recomputing a 100k-response run
@@ -48,8 +48,8 @@ from evaluator.store import StoreBusyError, connect, quote_ident
 from evaluator.types import CHECK_NAMES
 
 ROOT = Path(__file__).resolve().parents[2]
-# The page's own wait for a busy store on Save (views/review.py runs Streamlit code on import).
-SAVE_WAIT_S = float(re.search(r"^SAVE_WAIT_S = ([\d.]+)", (ROOT / "views" / "review.py").read_text(),
+# The page's own wait for a busy store on Save (pages/review.py runs Streamlit code on import).
+SAVE_WAIT_S = float(re.search(r"^SAVE_WAIT_S = ([\d.]+)", (ROOT / "pages" / "review.py").read_text(),
                               re.M).group(1))  # type: ignore[union-attr]
 REVIEWERS = 8
 SAVES_EACH = 25
@@ -301,7 +301,7 @@ def reviewer(name: str, seed: int, db: Path, plan: Plan, watcher: StoreWatcher, 
         with record.lock:
             record.saves.append(save)
         try:
-            # views/review.py _save, line for line (store_path() is a str)
+            # pages/review.py _save, line for line (store_path() is a str)
             save.token = pending.submit(str(db), {
                 "kind": "override", "response_id": response_id, "target": target, "new_value": save.new_value,
                 "reason": save.reason, "reviewer": name, "evaluation_id": evaluation_id})

@@ -15,7 +15,7 @@ HOSTILE_RUN = ROOT / "tests" / "fixtures" / "hostile_run.jsonl"
 
 @pytest.fixture
 def make_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
-    """make_app(db, "views/triage.py", run="clearpath", ...) -> an AppTest that has run once.
+    """make_app(db, "pages/triage.py", run="clearpath", ...) -> an AppTest that has run once.
 
     Keyword arguments are URL query parameters, except `state` (session state to seed, e.g.
     the reviewer's name) and `user` (what st.user returns)."""
@@ -25,7 +25,7 @@ def make_app(monkeypatch: pytest.MonkeyPatch) -> Callable[..., AppTest]:
         monkeypatch.setenv("EVALUATOR_DB", str(db))
         app = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
         # Before a first run AppTest knows pages by file name only, which misses a page whose
-        # url_path differs (views/compare_runs.py is at /compare): run once, then switch.
+        # url_path differs (pages/compare.py is at /compare): run once, then switch.
         app.run()
         app.switch_page(page_path)
         for key, value in (state or {}).items():

@@ -54,9 +54,9 @@ def test_a_run_ingested_by_the_cli_shows_without_restart(app, sample_store, cli,
 
 
 @pytest.mark.parametrize(("page_path", "title"), [
-    ("views/overview.py", "Overview"), ("views/before_after.py", "Before/after"),
-    ("views/compare_runs.py", "Compare runs"), ("views/metrics.py", "Metrics"),
-    ("views/triage.py", "Triage"), ("views/review.py", "Review"),
+    ("pages/overview.py", "Overview"), ("pages/before_after.py", "Before/after"),
+    ("pages/compare.py", "Compare runs"), ("pages/metrics.py", "Metrics"),
+    ("pages/triage.py", "Triage"), ("pages/review.py", "Review"),
 ])
 def test_every_page_opens_through_the_navigation(make_app, sample_store, page_path, title):
     app = make_app(sample_store, page_path)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGE = Path(__file__).resolve().parents[2] / "views" / "before_after.py"
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "before_after.py"
 
 
 @pytest.fixture

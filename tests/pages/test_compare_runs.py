@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-PAGE = Path(__file__).resolve().parents[2] / "views" / "compare_runs.py"
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "compare.py"
 
 
 @pytest.fixture

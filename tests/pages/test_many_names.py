@@ -30,8 +30,8 @@ from streamlit.testing.v1 import AppTest
 from dashboard.names import NAME_WIDTH, TOP_N
 
 ROOT = Path(__file__).resolve().parents[2]
-OVERVIEW, BEFORE_AFTER, COMPARE = "views/overview.py", "views/before_after.py", "views/compare_runs.py"
-METRICS, TRIAGE, REVIEW = "views/metrics.py", "views/triage.py", "views/review.py"
+OVERVIEW, BEFORE_AFTER, COMPARE = "pages/overview.py", "pages/before_after.py", "pages/compare.py"
+METRICS, TRIAGE, REVIEW = "pages/metrics.py", "pages/triage.py", "pages/review.py"
 
 SINGLES = 100_000  # providers with one response each
 LONG = "L" * 10_000 + "-provider"  # a 10 kB provider name, among the top providers

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from evaluator.queries import metrics as metrics_queries
 
-PAGE = Path(__file__).resolve().parents[2] / "views" / "metrics.py"
+PAGE = Path(__file__).resolve().parents[2] / "pages" / "metrics.py"
 
 
 @pytest.fixture

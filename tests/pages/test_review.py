@@ -8,7 +8,7 @@ from evaluator.overrides import add_override
 from evaluator.review_config import ReviewConfig
 from evaluator.store import connect
 
-PAGE = "views/review.py"
+PAGE = "pages/review.py"
 
 
 def response_id(query, db, run: str, question_id: str, provider: str) -> int:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from evaluator import pending
 
-PAGE = "views/review.py"
-SAVE_WAIT_S = 2.0  # views/review.py: how long a save waits for the store before it stays pending
+PAGE = "pages/review.py"
+SAVE_WAIT_S = 2.0  # pages/review.py: how long a save waits for the store before it stays pending
 def _rid(query, db: Path) -> int:  # type: ignore[no-untyped-def]
     return query(db, "SELECT response_id FROM responses JOIN runs USING (run_id) "
                      "WHERE name = 'clearpath' AND question_id = 'cp-02' AND provider = 'openai'")[0][0]

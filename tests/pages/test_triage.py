@@ -9,7 +9,7 @@ from evaluator.overrides import add_override
 from evaluator.review_config import ReviewConfig
 from evaluator.store import atomic, connect
 
-PAGE = "views/triage.py"
+PAGE = "pages/triage.py"
 
 
 def answers(app) -> list[str]:

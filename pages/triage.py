@@ -14,7 +14,10 @@ import streamlit as st
 from dashboard import names, reviewing
 from dashboard.common import select_in_url, sidebar_run_picker, store
 from dashboard.highlight import inline
+from dashboard.shell import served_by_app
 from evaluator.queries import triage as q
+
+served_by_app()
 
 ALL = "*"  # "any value" in the URL, e.g. ?provider=*
 VERDICT_OPTIONS = [ALL, "FAIL", "PASS", "N/A"]
@@ -75,7 +78,7 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict) -> None:
         head.markdown(f"**{qid}** · {provider}{model}{template} · "
                       f"{reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}",
                       help=full or None)
-        link.page_link("views/review.py", label="Review", icon=":material/rate_review:",
+        link.page_link("pages/review.py", label="Review", icon=":material/rate_review:",
                        query_params={"response": str(response_id), "evaluation": str(evaluation_id)})
         left, right = st.columns([3, 2], gap="medium")
         with left:

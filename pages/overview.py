@@ -7,7 +7,10 @@ import streamlit as st
 
 from dashboard import names
 from dashboard.common import TEMPLATE_LABELS, code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard.shell import served_by_app
 from evaluator.queries import overview as q
+
+served_by_app()
 
 VERDICT_COLORS = {"PASS": "#2e7d32", "FAIL": "#c62828", "N/A": "#9e9e9e"}
 FACETS = 4  # providers with their own panel in the checks chart; the page's others share one

@@ -7,7 +7,10 @@ import streamlit as st
 
 from dashboard import names
 from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store, store_path
+from dashboard.shell import served_by_app
 from evaluator.queries import metrics as q
+
+served_by_app()
 
 CARDS = 8  # providers of the run with F1GR / F1AC cards (four a row); the tables list the whole page
 HEATMAPS = 4  # providers of the run with a confusion-matrix chart; the table lists the whole page

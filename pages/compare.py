@@ -8,7 +8,10 @@ import streamlit as st
 
 from dashboard import names
 from dashboard.common import TEMPLATE_LABELS, code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard.shell import served_by_app
 from evaluator.queries import compare as q
+
+served_by_app()
 
 PAGE_SIZE = 25
 ALPHA = 0.05

@@ -13,10 +13,13 @@ import streamlit as st
 
 from dashboard import highlight, names, reviewing
 from dashboard.common import select_in_url, sidebar_run_picker, store, store_path
+from dashboard.shell import served_by_app
 from evaluator import pending
 from evaluator.overrides import OverrideError, allowed_values, targets_for
 from evaluator.queries import review as q
 from evaluator.review_config import load_review_config
+
+served_by_app()
 
 TARGET_LABELS = {"overall": "Overall verdict", "refused": "Refused (used by the metrics)"}
 PICKER_LIMIT = 100  # responses offered by the picker at a time; typing narrows them
@@ -191,7 +194,7 @@ with store() as con:
     targets = targets_for(con, response_id)
     shown = q.display_rules(con, evaluation_id)
 
-st.page_link("views/triage.py", label="Back to Triage", icon=":material/arrow_back:",
+st.page_link("pages/triage.py", label="Back to Triage", icon=":material/arrow_back:",
              query_params={"run": resp["run"], "evaluation": str(evaluation_id)})
 # Names from the run file are cut to one short line; the tooltip (and the metadata below) holds them in full.
 heading = [(label, resp[key], names.heading(resp[key], 60)) for label, key in

@@ -1,0 +1,56 @@
+"""The app's navigation, one definition, and the guard that keeps every page inside it.
+
+Streamlit still carries its legacy multipage mode: when a folder named `pages/` sits beside
+the main script, a fresh server (and every AppTest run) first runs the requested page file
+directly (`_mpa_v1`), without app.py's `st.navigation`, page config or page titles. Only
+after some script has called `st.navigation` does Streamlit route through the app.
+
+A page that finds itself run that way installs the app's navigation there and then and goes
+on rendering: Streamlit derives a page's hash from its url path, and each file in pages/ is
+named after its url path, so both modes agree on which page this is. Nothing reruns, so a
+click that arrived with this run is not lost.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import streamlit as st
+from streamlit.navigation.page import StreamlitPage
+from streamlit.runtime.pages_manager import PagesManager
+
+ROOT = Path(__file__).resolve().parents[1]
+FAVICON = ROOT / "dashboard" / "static" / "favicon.png"  # served by the app itself: no font host
+
+
+def _pages() -> dict[str, list[StreamlitPage]]:
+    def page(name: str, title: str, icon: str, **kwargs: object) -> StreamlitPage:
+        return st.Page(str(ROOT / "pages" / f"{name}.py"), title=title, icon=f":material/{icon}:",
+                       url_path=kwargs.pop("url_path", name), **kwargs)  # type: ignore[arg-type]
+
+    return {
+        "For PMs": [
+            # The default page is served at "/".
+            st.Page(str(ROOT / "pages" / "overview.py"), title="Overview", icon=":material/dashboard:",
+                    default=True),
+            page("before_after", "Before/after", "compare_arrows"),
+            page("compare", "Compare runs", "difference"),
+            page("metrics", "Metrics", "analytics"),
+        ],
+        "For reviewers": [
+            page("triage", "Triage", "filter_list"),
+            page("review", "Review", "rate_review"),
+        ],
+    }
+
+
+def navigation() -> StreamlitPage:
+    """Page config and navigation of the app; returns the page the URL asks for."""
+    st.set_page_config(page_title="RAG evaluation review", page_icon=str(FAVICON), layout="wide")
+    return st.navigation(_pages())
+
+
+def served_by_app() -> None:
+    """Call first in every page script."""
+    if PagesManager.uses_pages_directory:
+        navigation()
