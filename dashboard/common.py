@@ -12,6 +12,7 @@ from typing import TypeVar
 import duckdb
 import streamlit as st
 
+from dashboard.highlight import INVISIBLE, break_autolinks, inline, visible_token
 from evaluator import pending
 from evaluator.queries.runs import run_names
 from evaluator.store import StoreBusyError, connect, resolve_db_path, set_waiting
@@ -78,10 +79,17 @@ def url_value(key: str, options: Sequence[T], default: T | None = None) -> T | N
 
 def select_in_url(label: str, key: str, options: Sequence[T], *, default: T | None = None,
                   container: object = None, format_func=str) -> T | None:  # type: ignore[no-untyped-def]
-    """A selectbox whose value lives in the URL query string, so a view can be shared as a link."""
+    """A selectbox whose value lives in the URL query string, so a view can be shared as a link.
+
+    A value in the URL that is not an option (a run deleted since the link was shared, a typo)
+    is said, not silently replaced."""
     if not options:
         return None
     current = url_value(key, options, default)
+    wanted = st.query_params.get(key)
+    if wanted is not None and all(str(option) != wanted for option in options):
+        st.warning(f"{label} “{inline(wanted)}” (from the link) does not exist here; showing "
+                   f"“{inline(str(format_func(current)))}” instead.", icon=":material/link_off:")
     index = list(options).index(current) if current in options else 0
     target = container if container is not None else st
     choice = target.selectbox(label, options, index=index, key=f"url_{key}", format_func=format_func)
@@ -102,17 +110,16 @@ def sidebar_run_picker(con: duckdb.DuckDBPyConnection, *, key: str = "run", labe
 
 
 TEMPLATE_LABELS = {"none": "no template"}
+_VISIBLE = {code: visible_token(code) for code in INVISIBLE}
 MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
 OVERRIDES_HELP = "Effective verdict = a reviewer's latest override, else the computed one."
 
 
 def md(text: object) -> str:
-    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally.
-
-    A word joiner (invisible) before ':', '@' and '.' keeps Markdown from autolinking URLs and
-    e-mail addresses."""
-    escaped = MD_SPECIAL.sub(r"\\\1", str(text))
-    return escaped.replace(":", "\u2060:").replace("@", "\u2060@").replace(".", "\u2060.")
+    """A name from the store (run, provider, template, rule set) inside Markdown, shown literally:
+    Markdown syntax escaped, invisible characters shown, no URL turned into a link."""
+    escaped = MD_SPECIAL.sub(r"\\\1", str(text).translate(_VISIBLE))
+    return break_autolinks(escaped)
 
 
 def code(text: str) -> str:

@@ -12,6 +12,7 @@ Pure: no streamlit, no duckdb. Offsets are Python string (code point) indices.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "citation": ("Citation found", "#96f2d7"),
     "gold_answer": ("Gold answer", "#b2f2bb"),
     "interpretation_marker": ("Interpretation marker", "#eebefa"),
+    "search_match": ("Search match", "#ffec99"),
 }
 OTHER = ("Other", "#dee2e6")
 PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
@@ -34,14 +36,39 @@ PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
 
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
 _MARKDOWN = "\\`*_{}[]()|~$"  # inline Markdown, math, Streamlit directives/emoji
-# Entities are decoded before Markdown turns URLs and e-mail addresses into links, so a <wbr>
-# (no visible change, nothing added to copied text) splits "https://", "www." and "a@b".
-_AUTOLINK = {":": "<wbr>&#58;", "@": "<wbr>&#64;", ".": "<wbr>&#46;"}
-_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN}, **_AUTOLINK, "\r": "",
-                        "\n": "<br>", "\x00": "\ufffd"})
 
-BOX_STYLE = ("white-space:pre-wrap;overflow-wrap:anywhere;line-height:1.65;padding:0.6rem 0.9rem;"
-             "border:1px solid rgba(128,128,128,0.35);border-radius:0.5rem;margin-bottom:0.5rem")
+# Characters that reorder or hide text (bidi overrides and isolates, zero-width marks, C0/C1
+# controls): shown as a visible, labelled token instead, so a U+202E in an answer cannot
+# reverse what the reviewer reads.
+_INVISIBLE_NAMES = {
+    0x200B: "ZERO WIDTH SPACE", 0x200C: "ZERO WIDTH NON-JOINER", 0x200D: "ZERO WIDTH JOINER",
+    0x200E: "LEFT-TO-RIGHT MARK", 0x200F: "RIGHT-TO-LEFT MARK", 0x061C: "ARABIC LETTER MARK",
+    0x202A: "LEFT-TO-RIGHT EMBEDDING", 0x202B: "RIGHT-TO-LEFT EMBEDDING", 0x202C: "POP DIRECTIONAL FORMATTING",
+    0x202D: "LEFT-TO-RIGHT OVERRIDE", 0x202E: "RIGHT-TO-LEFT OVERRIDE", 0x2060: "WORD JOINER",
+    0x2066: "LEFT-TO-RIGHT ISOLATE", 0x2067: "RIGHT-TO-LEFT ISOLATE", 0x2068: "FIRST STRONG ISOLATE",
+    0x2069: "POP DIRECTIONAL ISOLATE", 0xFEFF: "ZERO WIDTH NO-BREAK SPACE",
+}
+_CONTROLS = {c: "CONTROL" for c in [*range(0x01, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0)]}
+INVISIBLE = {**_CONTROLS, **_INVISIBLE_NAMES}
+
+
+def visible_token(code: int) -> str:
+    """The text shown in place of an invisible or reordering character: ⟦U+202E⟧."""
+    return f"\u27e6U+{code:04X}\u27e7"
+
+
+_VISIBLE_HTML = {code: (f'<span class="invisible-char" title="{name} (U+{code:04X}) in the original text" '
+                        f'style="font-size:0.75em;opacity:0.7;border:1px dotted currentColor;border-radius:0.2em">'
+                        f"{visible_token(code)}</span>") for code, name in INVISIBLE.items()}
+# Inside one HTML block Markdown finds no URL to autolink; ":", "@" and "." are entities all the
+# same (harmless: no break opportunity inside "$145/month" or "11.26", and a copy gives the text).
+_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN + ":@."}, "\r": "",
+                        "\n": "<br>", "\x00": "\ufffd", **_VISIBLE_HTML})
+
+# dir="auto" and isolation: right-to-left text reads right, and cannot reorder what surrounds it.
+BIDI = 'dir="auto"'
+BOX_STYLE = ("unicode-bidi:isolate;white-space:pre-wrap;overflow-wrap:break-word;line-height:1.65;"
+             "padding:0.6rem 0.9rem;border:1px solid rgba(128,128,128,0.35);border-radius:0.5rem;margin-bottom:0.5rem")
 
 
 @dataclass(frozen=True)
@@ -133,7 +160,7 @@ def highlight(answer: str, spans: Iterable[Any] = (), *, limit: int | None = Non
     if truncated:
         parts.append(f'<span style="opacity:0.6"> … ({len(answer) - len(shown):,} more characters; '
                      "open the response in Review to read it all)</span>")
-    return f'<div class="answer" style="{BOX_STYLE}">{"".join(parts)}</div>'
+    return f'<div class="answer" {BIDI} style="{BOX_STYLE}">{"".join(parts)}</div>'
 
 
 def _mark(piece: str, kinds: list[str]) -> str:
@@ -148,13 +175,13 @@ def _mark(piece: str, kinds: list[str]) -> str:
 def plain(text: str | None, *, muted: bool = False) -> str:
     """Untrusted text (a question, a comment, a chunk) as a safe HTML block, no highlights."""
     style = BOX_STYLE + (";opacity:0.55" if muted else "")
-    return f'<div style="{style}">{escape_text(text or "")}</div>'
+    return f'<div {BIDI} style="{style}">{escape_text(text or "")}</div>'
 
 
 def question(text: str | None) -> str:
     """A question, escaped, set as a heading-like line above its answer."""
-    return (f'<div class="question" style="font-weight:600;white-space:pre-wrap;overflow-wrap:anywhere;'
-            f'margin:0.25rem 0 0.5rem 0">{escape_text(text or "")}</div>')
+    return (f'<div class="question" {BIDI} style="unicode-bidi:isolate;font-weight:600;white-space:pre-wrap;'
+            f'overflow-wrap:break-word;margin:0.25rem 0 0.5rem 0">{escape_text(text or "")}</div>')
 
 
 def legend(kinds: Iterable[str] | None = None) -> str:
@@ -172,17 +199,24 @@ def banner(text: str) -> str:
             f'color:inherit">⚠️ {escape_text(text)}</div>')
 
 
-# st.markdown without unsafe_allow_html shows an HTML tag such as <wbr> as text, so inline Markdown
-# splits what it would autolink with a word joiner (U+2060: invisible, zero width) instead.
-_INLINE_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN},
-                               **{c: "\u2060" + entity[len("<wbr>"):] for c, entity in _AUTOLINK.items()},
-                               "\x00": "\ufffd"})
+# Plain Markdown (no HTML: st.info, labels, captions) turns "https://…", "www.…" and e-mail
+# addresses into live links, also through backslash escapes and entities. A word joiner (U+2060,
+# zero width) goes only where a link would start: ordinary text such as "11.26" or "$145/month"
+# keeps no hidden character and no break opportunity.
+_AUTOLINK_RX = re.compile(r"(?i)(?=://)|(?<=\bwww)(?=\.)|(?=@)|(?<=\bmailto)(?=:)|(?<=\bxmpp)(?=:)")
+_INLINE_TABLE = str.maketrans({**_ENTITIES, **{c: f"&#{ord(c)};" for c in _MARKDOWN}, "\x00": "\ufffd",
+                               **{code: visible_token(code) for code in INVISIBLE}})
+
+
+def break_autolinks(text: str) -> str:
+    """`text` with a word joiner where Markdown would otherwise start a link, and nowhere else."""
+    return _AUTOLINK_RX.sub("\u2060", text)
 
 
 def inline(text: str | None) -> str:
     """Untrusted text for one line of plain Markdown (a question id, a provider, a reason): escaped,
-    no line breaks, no HTML tag (plain Markdown would show the tag)."""
-    return " ".join((text or "").split()).translate(_INLINE_TABLE)
+    no line breaks, no HTML tag (plain Markdown would show the tag), invisible characters shown."""
+    return break_autolinks(" ".join((text or "").split()).translate(_INLINE_TABLE))
 
 
 def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float) -> str:
@@ -199,7 +233,8 @@ def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float) -> str
             f'<td style="padding:0.25rem 0.5rem">{escape_text(str(item.get("rank", "")))}</td>'
             f'<td style="padding:0.25rem 0.5rem;white-space:nowrap">{escape_text(str(item.get("id", "")))}</td>'
             f'<td style="padding:0.25rem 0.5rem;white-space:nowrap">{score_text}{note}</td>'
-            f'<td style="padding:0.25rem 0.5rem;white-space:pre-wrap;overflow-wrap:anywhere">'
+            f'<td {BIDI} style="padding:0.25rem 0.5rem;white-space:pre-wrap;overflow-wrap:break-word;'
+            f'unicode-bidi:isolate">'
             f'{escape_text(str(item.get("text") or ""))}</td></tr>'
         )
     if not rows:

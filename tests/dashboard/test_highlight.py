@@ -9,10 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.highlight import highlight, inline, legend, plain, retrieved_table
+from dashboard.highlight import INVISIBLE, highlight, inline, legend, plain, retrieved_table, visible_token
 from evaluator.types import Span
 
 TAG = re.compile(r"<[^>]*>")
+VISIBLE = {code: visible_token(code) for code in INVISIBLE}
 
 
 def visible_text(markup: str) -> str:
@@ -153,28 +154,45 @@ def test_retrieved_table_escapes_chunks_and_dims_items_below_threshold():
 def test_any_text_and_spans_render_the_text_exactly_and_no_tag_of_its_own(text, raw_spans):
     spans = [Span(a, b, text[a:b] if 0 <= a < b <= len(text) else "x", kind) for a, b, kind in raw_spans]
     out = highlight(text, spans)
-    assert visible_text(out) == text.replace("\r", "").replace("\x00", "\ufffd")
+    shown = text.replace("\r", "").replace("\x00", "\ufffd").translate(VISIBLE)
+    assert visible_text(out) == shown
     tags = set(re.findall(r"</?([a-zA-Z]+)", out))
-    assert tags <= {"div", "mark", "br", "wbr"}
+    assert tags <= {"div", "mark", "br", "span"}
 
 
 def test_urls_and_email_addresses_cannot_be_autolinked_by_markdown():
     out = highlight("see https://evil.example/login, www.evil.example or phish@evil.example", [])
     for linkable in ("https:", "www.", "phish@", "evil.example"):
-        assert linkable not in html.unescape(out.replace("<wbr>", "|")), linkable
+        assert linkable not in TAG.sub("", out), linkable  # one HTML block, and entities besides
     assert visible_text(out) == "see https://evil.example/login, www.evil.example or phish@evil.example"
+
+
+@pytest.mark.parametrize("token", ["$145/month", "Ayodhya-Kanda 11.26", "v2.0: ok", "e.g."])
+def test_a_word_keeps_no_break_opportunity_or_hidden_character(token):
+    out = highlight(f"It is {token} here")
+    assert "<wbr>" not in out and "\u2060" not in out
+    assert "\u2060" not in inline(token)
+    assert html.unescape(inline(token)) == token
+
+
+def test_right_to_left_override_is_isolated_and_shown():
+    out = highlight("price \u202eevil\u202c ok")
+    assert 'dir="auto"' in out and "unicode-bidi:isolate" in out
+    assert "\u202e" not in out and visible_token(0x202E) in visible_text(out)
+    assert "\u202e" not in inline("a \u202e b") and visible_token(0x202E) in inline("a \u202e b")
 
 
 @given(st.text())
 def test_inline_text_has_no_html_tag_and_reads_the_same(text):
     out = inline(text)
     assert "<" not in out and "\n" not in out  # plain Markdown would show a tag as text
-    # The word joiners inline() adds are invisible; so are any in the text itself.
-    visible = " ".join(text.split()).replace("\x00", "\ufffd").replace("\u2060", "")
+    # Invisible characters of the text itself are shown as tokens; the word joiners inline()
+    # adds where a link would start are its only hidden characters.
+    visible = " ".join(text.split()).replace("\x00", "\ufffd").translate(VISIBLE)
     assert html.unescape(out).replace("\u2060", "") == visible
 
 
 def test_inline_text_cannot_be_autolinked_by_markdown():
     out = html.unescape(inline("see https://evil.example/login, www.evil.example or phish@evil.example"))
-    for linkable in ("https:", "www.", "phish@", "evil.example"):
+    for linkable in ("https:", "www.", "phish@"):  # what GFM needs to start a link
         assert linkable not in out, linkable
