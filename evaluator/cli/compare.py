@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from evaluator.cli.common import UsageError, load_rules_arg, print_json, print_table, run_id_for
-from evaluator.evaluations import RULESETS, ensure_evaluation, recorded_evaluation, ruleset_evaluation
+from evaluator.evaluations import ensure_evaluation, recorded_evaluation, ruleset_evaluation
 from evaluator.queries import before_after, compare
 from evaluator.queries.overview import latest_evaluation, rulesets
 from evaluator.store import connect
@@ -48,11 +48,12 @@ def resolve(con: duckdb.DuckDBPyConnection, run: str, ruleset: str, rules_path: 
         stored = latest_evaluation(con, run, ruleset)
         if stored is not None:
             return int(stored["evaluation_id"])
-    if ruleset in RULESETS:
-        return ruleset_evaluation(con, run, ruleset, rules=load_rules_arg(rules_path), progress=sys.stderr.isatty())
+    rules = load_rules_arg(rules_path)
+    if ruleset in rules.ruleset_names:
+        return ruleset_evaluation(con, run, ruleset, rules=rules, progress=sys.stderr.isatty())
     known = ", ".join(rulesets(con, run)) or "none"
     raise UsageError(f"run {run!r} has no evaluation under rule set {ruleset!r} (stored: {known}; "
-                     f"computable: {', '.join(RULESETS)})")
+                     f"computable: {', '.join(rules.ruleset_names)})")
 
 
 def run(args: argparse.Namespace) -> int:

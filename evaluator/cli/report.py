@@ -15,7 +15,9 @@ HELP = "report pass rates, check verdicts and flags of a run under a rule set or
 
 def add_verdict_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--ruleset", choices=RULESETS, help="verdicts recomputed under this rule set")
+    # no argparse choices: a --rules file may add rule sets (checked against the loaded rules)
+    source.add_argument("--ruleset", help=f"verdicts recomputed under this rule set ({', '.join(RULESETS)}, "
+                        "or one your --rules file adds)")
     source.add_argument("--recorded", action="store_true", help="the verdicts recorded in the run file")
     parser.add_argument("--rules", help="rules TOML file (default: the built-in rules)")
 

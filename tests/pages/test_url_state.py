@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 def test_an_unknown_run_in_the_link_is_said_and_another_is_shown(make_app, sample_store):
     app = make_app(sample_store, "pages/triage.py", run="nope")
     [warning] = [w.value for w in app.warning if "does not exist" in w.value]
