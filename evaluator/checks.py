@@ -15,11 +15,18 @@ import unicodedata
 from collections.abc import Iterable
 
 from evaluator.registry import check
-from evaluator.rules import CompiledProfile, CompiledRules, MatcherSet, casefold_aligned, norm_term, straighten
+from evaluator.rules import (
+    NOT_APPLICABLE_TO_BOT,  # noqa: F401 - re-exported: callers import it from here
+    CompiledProfile,
+    CompiledRules,
+    MatcherSet,
+    casefold_aligned,
+    norm_term,
+    straighten,
+)
 from evaluator.types import FAIL, NA, PASS, CheckResult, ResponseInput, Span
 
 T3 = "T3"
-NOT_APPLICABLE_TO_BOT = "not applicable to this bot"
 
 
 def template_of(value: object) -> str | None:
@@ -163,6 +170,22 @@ def _score(value: object) -> float | None:
     return None if math.isnan(f) else f
 
 
+_WORDS = re.compile(r"\S+")
+
+
+def _leading_function_words(candidate: str, function_words: frozenset[str]) -> int | None:
+    """The refined proper-noun rule: where the name starts once the capitalised function words
+    at its start ('The', 'Then', 'However', ...) are dropped; None when fewer than two words
+    are left (then it is no proper-noun candidate)."""
+    words = list(_WORDS.finditer(candidate))
+    first = 0
+    while first < len(words) and words[first].group().lower() in function_words:
+        first += 1
+    if len(words) - first < 2:
+        return None
+    return words[first].start()
+
+
 # --- the per-response context ------------------------------------------------------------------
 
 _NO_SPANS: tuple[Span, ...] = ()
@@ -172,6 +195,8 @@ _CATEGORY_KIND = {
     "substantive": "substantive_phrase",
     "refusal_phrases": "refusal_phrase",
     "markers": "interpretation_marker",
+    "abstention": "refusal_phrase",
+    "profile_refusals": "refusal_phrase",
 }
 
 
@@ -201,10 +226,11 @@ class Context:
 
     __slots__ = ("resp", "answer", "retrieved", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
                  "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_absent", "_raw_doc",
-                 "_retrieved_ids")
+                 "_retrieved_ids", "function_words")
 
     def __init__(self, resp: ResponseInput, comp: CompiledRules, profile: CompiledProfile,
-                 t3_not_applicable: frozenset[str], with_spans: bool) -> None:
+                 t3_not_applicable: frozenset[str], with_spans: bool,
+                 function_words: frozenset[str] | None = None) -> None:
         answer = resp.answer
         self.resp = resp
         self.answer = answer if isinstance(answer, str) else ("" if answer is None else str(answer))
@@ -225,9 +251,16 @@ class Context:
         self._absent: set[str] = set()
         self._raw_doc: str | None = None
         self._retrieved_ids: frozenset[str] | None = None
+        self.function_words = function_words  # the refined proper-noun rule's, or None (literal)
 
     def not_required_for_t3(self, check_name: str) -> bool:
-        return self.is_t3 and check_name in self.t3_na
+        """The rule set makes this check N/A for a T3 refusal; a profile that follows
+        answerability treats an unanswerable question the same way (a refusal is its answer)."""
+        return check_name in self.t3_na and (self.is_t3 or self.refusal_expected())
+
+    def refusal_expected(self) -> bool:
+        """An unanswerable question under a profile that follows answerability (not T3)."""
+        return self.profile.profile.answerability and self.resp.answerable is False and not self.is_t3
 
     def views(self) -> tuple[str, str | None]:
         """(straightened answer, its aligned case fold) - both index the original answer."""
@@ -244,7 +277,9 @@ class Context:
         """(found, spans) for a pattern category; spans only when ``with_spans``."""
         got = self._hits.get(category)
         if got is None:
-            mset: MatcherSet = self.profile.markers if category == "markers" else getattr(self.comp, category)
+            mset: MatcherSet = (self.profile.markers if category == "markers" else
+                                self.profile.refusals if category == "profile_refusals" else
+                                getattr(self.comp, category))
             qn, folded = self.views()
             if self.with_spans:
                 kind = _CATEGORY_KIND[category]
@@ -255,6 +290,27 @@ class Context:
                 got = (mset.search(qn, folded, self._absent) is not None, _NO_SPANS)
             self._hits[category] = got
         return got
+
+    def refused(self) -> tuple[bool, tuple[Span, ...]]:
+        """Does the answer refuse? The SPEC §4 refusal patterns and the profile's own refusal
+        phrases; with the profile's ``abstention``, also the SPEC §5 phrases and the abstention
+        pack (an empty answer is a refusal when the pack says so)."""
+        categories = ["refusal"]
+        if self.profile.profile.abstention:
+            if self.comp.rules.abstention.empty_is_refusal and not self.answer.strip():
+                return True, _NO_SPANS
+            categories += ["refusal_phrases", "abstention"]
+        if self.profile.refusals:
+            categories.append("profile_refusals")
+        if len(categories) == 1:
+            return self.hits("refusal")
+        found, spans = False, _NO_SPANS
+        for category in categories:
+            hit, more = self.hits(category)
+            if hit and not self.with_spans:
+                return True, _NO_SPANS
+            found, spans = found or hit, spans + more
+        return found, merge_spans(spans, self.answer) if spans else _NO_SPANS
 
     def citations(self) -> tuple[tuple[int, int, str], ...]:
         """(start, end, shloka id) of every inline citation."""
@@ -342,8 +398,14 @@ class Context:
             for matcher, kind, price in ((self.comp.price, "unverified_price", True),
                                          (self.comp.proper_noun, "proper_noun", False)):
                 for m in matcher.finditer(qn, folded):
-                    if not self._verified(m.group(), price):
-                        found.append(self.span(m.start(), m.end(), kind))
+                    start, text = m.start(), m.group()
+                    if not price and self.function_words is not None:
+                        skip = _leading_function_words(text, self.function_words)
+                        if skip is None:
+                            continue
+                        start, text = start + skip, text[skip:]
+                    if not self._verified(text, price):
+                        found.append(self.span(start, m.end(), kind))
                         if not self.with_spans:
                             break
                 if found and not self.with_spans:
@@ -412,22 +474,38 @@ def retrieval_check(ctx: Context) -> CheckResult:
     """At least one retrieved item scores >= the threshold; and an expected shloka id is retrieved."""
     name = "retrieval_check"
     if ctx.not_required_for_t3(name):
+        if ctx.refusal_expected():
+            return result(name, NA, "retrieval is not required for an unanswerable question")
         return result(name, NA, "retrieval is not required for a T3 refusal")
     items = ctx.retrieved
     if not items:
         return result(name, FAIL, "nothing was retrieved")
     scores = ctx.scores()
-    if not scores:
-        return result(name, NA, "the retrieved items carry no similarity score")
     threshold = ctx.comp.rules.min_score
+    if not scores:  # unscored items are context: none of them can be below the threshold
+        missing = _missing_expected(ctx)
+        if missing is not None:
+            return result(name, FAIL, missing)
+        n = len(items)
+        return result(name, NA, f"similarity scores were not recorded: the retrieved items carry no similarity "
+                                f"score, so the {threshold:g} threshold cannot be checked ({n} item"
+                                f"{'s' if n != 1 else ''} counted as context)")
     above = sum(1 for s in scores if s >= threshold)
     if not above:
         return result(name, FAIL, f"no retrieved item scores at least {threshold:g} (best {max(scores):.2f})")
+    missing = _missing_expected(ctx)
+    if missing is not None:
+        return result(name, FAIL, missing)
+    return result(name, PASS, f"{above} of {len(items)} retrieved items score at least {threshold:g}")
+
+
+def _missing_expected(ctx: Context) -> str | None:
+    """The failure reason when the golden set names expected ids and none was retrieved."""
     expected = [str(e) for e in (ctx.resp.expected_ids or ()) if e is not None and str(e).strip()]
     if expected and not any(ctx.was_retrieved(e) for e in expected):
         shown = ", ".join(expected[:3]) + (", \u2026" if len(expected) > 3 else "")
-        return result(name, FAIL, f"none of the expected shlokas ({shown}) was retrieved")
-    return result(name, PASS, f"{above} of {len(items)} retrieved items score at least {threshold:g}")
+        return f"none of the expected shlokas ({shown}) was retrieved"
+    return None
 
 
 @check("answers_question")
@@ -435,7 +513,7 @@ def answers_question(ctx: Context) -> CheckResult:
     """T3: a proper refusal. T1/T2: not a refusal, and a gold answer appears (if any)."""
     name = "answers_question"
     if ctx.is_t3:
-        refused, ref_spans = ctx.hits("refusal")
+        refused, ref_spans = ctx.refused()
         if not refused:
             sub_spans = ctx.hits("substantive")[1] if ctx.with_spans else _NO_SPANS
             return result(name, FAIL, "not a proper refusal: no refusal pattern matches", sub_spans)
@@ -444,21 +522,63 @@ def answers_question(ctx: Context) -> CheckResult:
             return result(name, FAIL, "not a proper refusal: it also answers (substantive-answer pattern)",
                           merge_spans(ref_spans + sub_spans, ctx.answer))
         return result(name, PASS, "proper refusal: a refusal pattern and no substantive answer", ref_spans)
+    if ctx.profile.profile.answerability:
+        return _answers_by_answerability(ctx)
     if not ctx.answer.strip():
         return result(name, FAIL, "the answer is empty")
-    refused, ref_spans = ctx.hits("refusal")
+    refused, ref_spans = ctx.refused()
     if refused:
         return result(name, FAIL, "the answer is a refusal", ref_spans)
-    aliases = [a for a in (_norm_alias(x) for c in (ctx.resp.gold_answers or ()) if c is not None
-                           for x in (c.aliases or ()) if isinstance(x, str)) if a]
+    aliases = _gold_aliases(ctx, 0)
     if not aliases:
         return result(name, PASS, "not a refusal (no gold answers to compare)")
-    padded = " " + normalize_answer(ctx.answer) + " "
-    found = [a for a in aliases if " " + a + " " in padded]
+    found = _gold_found(ctx, aliases)
     if not found:
         return result(name, FAIL, "none of the gold answers appears in the answer")
     spans = merge_spans(_gold_spans(ctx.answer, found), ctx.answer) if ctx.with_spans else _NO_SPANS
     return result(name, PASS, "a gold answer appears in the answer", spans)
+
+
+def _gold_aliases(ctx: Context, max_words: int) -> list[str]:
+    """The gold answers' normalised aliases (only those of at most ``max_words`` words, if > 0)."""
+    aliases = [a for a in (_norm_alias(x) for c in (ctx.resp.gold_answers or ()) if c is not None
+                           for x in (c.aliases or ()) if isinstance(x, str)) if a]
+    if max_words:
+        aliases = [a for a in aliases if a.count(" ") < max_words]
+    return aliases
+
+
+def _gold_found(ctx: Context, aliases: list[str]) -> list[str]:
+    padded = " " + normalize_answer(ctx.answer) + " "
+    return [a for a in aliases if " " + a + " " in padded]
+
+
+def _answers_by_answerability(ctx: Context) -> CheckResult:
+    """The generic rule (issue 13): an unanswerable question must be refused (a refusal is the
+    correct answer there, the T3 idea generalised); an answerable one must be answered, with a
+    short gold answer in it when one exists; unknown answerability: an answer passes."""
+    name = "answers_question"
+    answerable = ctx.resp.answerable
+    refused, ref_spans = ctx.refused()
+    if answerable is False:
+        if refused:
+            return result(name, PASS, "unanswerable question, and the answer refuses (the correct answer here)",
+                          ref_spans)
+        return result(name, FAIL, "unanswerable question, but the answer does not refuse")
+    known = "answerable question" if answerable else "answerability unknown"
+    if not ctx.answer.strip():
+        return result(name, FAIL, f"{known}, but the answer is empty")
+    if refused:
+        return result(name, FAIL, f"{known}, but the answer refuses", ref_spans)
+    aliases = _gold_aliases(ctx, ctx.profile.profile.gold_max_words)
+    unknown_note = "" if answerable else " (answerability unknown: an answer counts as a pass)"
+    if not aliases:
+        return result(name, PASS, f"answered, no short gold answer to compare{unknown_note}")
+    found = _gold_found(ctx, aliases)
+    if not found:
+        return result(name, FAIL, f"{known}, but none of the short gold answers appears in the answer")
+    spans = merge_spans(_gold_spans(ctx.answer, found), ctx.answer) if ctx.with_spans else _NO_SPANS
+    return result(name, PASS, f"answered; a gold answer appears in the answer{unknown_note}", spans)
 
 
 @check("cites_shlokas")
@@ -466,6 +586,8 @@ def cites_shlokas(ctx: Context) -> CheckResult:
     """At least one inline citation."""
     name = "cites_shlokas"
     if ctx.not_required_for_t3(name):
+        if ctx.refusal_expected():
+            return result(name, NA, "citations are not required for an unanswerable question")
         return result(name, NA, "citations are not required for a T3 refusal")
     if ctx.profile.citation is None:
         return result(name, NA, "this bot's profile defines no citation pattern")

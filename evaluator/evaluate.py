@@ -12,7 +12,7 @@ from typing import Any
 
 from evaluator import checks as _checks  # noqa: F401 - registers the checks
 from evaluator import flags as _flags  # noqa: F401 - registers the flags
-from evaluator.checks import NOT_APPLICABLE_TO_BOT, Context, result
+from evaluator.checks import Context, result
 from evaluator.registry import get_check, get_flag
 from evaluator.rules import CompiledProfile, CompiledRules, Rules, compiled
 from evaluator.types import (
@@ -28,7 +28,7 @@ from evaluator.types import (
 )
 
 _Plan = tuple[CompiledRules, CompiledProfile, frozenset[str], tuple[tuple[str, Callable[..., Any] | None], ...],
-              tuple[Callable[..., Any], ...]]
+              tuple[Callable[..., Any], ...], frozenset[str] | None]
 
 
 def _plan(ruleset: str, rules: Rules, profile: str) -> _Plan:
@@ -37,7 +37,7 @@ def _plan(ruleset: str, rules: Rules, profile: str) -> _Plan:
     t3_na = comp.t3_not_applicable(ruleset)
     check_fns = tuple((name, get_check(name) if name in prof.checks else None) for name in CHECK_NAMES)
     flag_fns = tuple(get_flag(name) for name in FLAG_NAMES)
-    return comp, prof, t3_na, check_fns, flag_fns
+    return comp, prof, t3_na, check_fns, flag_fns, comp.refined_nouns(ruleset)
 
 
 def _run_check(name: str, fn: Callable[..., Any], ctx: Context) -> CheckResult:
@@ -57,10 +57,11 @@ def _run_flag(fn: Callable[..., Any], ctx: Context) -> FlagResult | None:
 
 
 def _evaluate(resp: ResponseInput, plan: _Plan, with_spans: bool) -> ResponseEvaluation:
-    comp, prof, t3_na, check_fns, flag_fns = plan
-    ctx = Context(resp, comp, prof, t3_na, with_spans)
+    comp, prof, t3_na, check_fns, flag_fns, function_words = plan
+    ctx = Context(resp, comp, prof, t3_na, with_spans, function_words)
+    not_applicable = prof.profile.not_applicable_reason
     results = tuple([
-        _run_check(name, fn, ctx) if fn is not None else result(name, NA, NOT_APPLICABLE_TO_BOT)
+        _run_check(name, fn, ctx) if fn is not None else result(name, NA, not_applicable)
         for name, fn in check_fns
     ])
     raised = tuple([f for f in [_run_flag(fn, ctx) for fn in flag_fns] if f is not None])
@@ -70,7 +71,8 @@ def _evaluate(resp: ResponseInput, plan: _Plan, with_spans: bool) -> ResponseEva
 
 def evaluate(resp: ResponseInput, *, ruleset: str, rules: Rules, profile: str,
              with_spans: bool = True) -> ResponseEvaluation:
-    """Evaluate one response under ``ruleset`` ('legacy' | 't3_aware') and ``profile``."""
+    """Evaluate one response under ``ruleset`` (a rule set of ``rules``: 'legacy', 't3_aware',
+    'refined', or one a user's rules file adds) and ``profile``."""
     return _evaluate(resp, _plan(ruleset, rules, profile), with_spans)
 
 

@@ -11,7 +11,14 @@ from evaluator.cli.common import UsageError, run_id_for
 from evaluator.rules import Rules, load_rules
 from evaluator.store import connect, db_path_of, fetch_one
 
-RULESETS = ("legacy", "t3_aware")
+# The built-in rule sets, read from the default rules (a user's --rules file may add more; code
+# that has the loaded rules asks them: ``rules.ruleset_names``). Kept for argparse choices.
+RULESETS: tuple[str, ...] = load_rules().ruleset_names
+
+
+def computable(rules: Rules | None) -> tuple[str, ...]:
+    """The rule sets an evaluation can be computed under with these rules (default: built-in)."""
+    return (rules or load_rules()).ruleset_names
 
 
 def recorded_evaluation(con: duckdb.DuckDBPyConnection, run_name: str) -> int:
@@ -20,7 +27,8 @@ def recorded_evaluation(con: duckdb.DuckDBPyConnection, run_name: str) -> int:
         con, "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ? AND ruleset = 'recorded'", [run_id]
     )
     if row is None or row[0] is None:
-        raise UsageError(f"run {run_name!r} has no recorded verdicts in its file; use --ruleset legacy|t3_aware")
+        raise UsageError(f"run {run_name!r} has no recorded verdicts in its file; use --ruleset "
+                         f"{'|'.join(RULESETS)}")
     return int(row[0])
 
 
@@ -34,9 +42,9 @@ def ruleset_evaluation(
     progress: bool = False,
 ) -> int:
     """Latest evaluation of the run under this rule set and these rules; computed if there is none."""
-    if ruleset not in RULESETS:
-        raise UsageError(f"unknown rule set {ruleset!r}; use one of {', '.join(RULESETS)}")
     rules = rules or load_rules()
+    if ruleset not in rules.ruleset_names:
+        raise UsageError(f"unknown rule set {ruleset!r}; use one of {', '.join(rules.ruleset_names)}")
     run_id = run_id_for(con, run_name)
     row = fetch_one(
         con,
@@ -62,9 +70,9 @@ def ensure_evaluation(db: str | os.PathLike[str] | None, run_name: str, ruleset:
     so a report, export, gate or compare that needs a recompute holds the store only for the
     recompute's own short windows. Anything else (unknown run, other rule sets) is left for the
     caller's lookup to report."""
-    if ruleset not in RULESETS:
-        return
     rules = rules or load_rules()
+    if ruleset not in rules.ruleset_names:
+        return
     with connect(db, read_only=True, upgrade=True) as con:
         found = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
         if found is None:
@@ -88,5 +96,5 @@ def evaluation_for(
     if recorded:
         return recorded_evaluation(con, run_name)
     if not ruleset:
-        raise UsageError("say which verdicts: --ruleset legacy|t3_aware or --recorded")
+        raise UsageError(f"say which verdicts: --ruleset {'|'.join(computable(rules))} or --recorded")
     return ruleset_evaluation(con, run_name, ruleset, rules=rules, progress=progress)

@@ -18,17 +18,28 @@ from evaluator.types import CHECK_NAMES
 EXPORT_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 BATCH = 10_000
 
+# refused / refused_by: the refusal decision of the run's latest `metrics` computation (the
+# judge's, or a reviewer's with --with-overrides); NULL before metrics has run for the run.
 ROWS_SQL = """
+WITH refusals AS (
+    SELECT m.response_id, max_by(m.refused, m.metric_result_id) AS refused,
+           max_by(m.refused_by, m.metric_result_id) AS refused_by
+    FROM metric_responses m JOIN metric_results mr ON mr.metric_result_id = m.metric_result_id
+    WHERE mr.run_id = (SELECT run_id FROM evaluations WHERE evaluation_id = $evaluation)
+    GROUP BY m.response_id
+)
 SELECT r.response_id, r.question_id, r.provider, r.template, q.expected_template, rr.overall,
        (SELECT list({'check': c.check_name, 'verdict': c.verdict, 'reason': c.reason, 'spans': c.spans})
           FROM check_results c WHERE c.evaluation_id = rr.evaluation_id AND c.response_id = r.response_id)
          AS checks,
        (SELECT list({'flag': f.flag, 'severity': f.severity, 'spans': f.spans})
-          FROM flags f WHERE f.evaluation_id = ? AND f.response_id = r.response_id) AS flags
+          FROM flags f WHERE f.evaluation_id = $flags AND f.response_id = r.response_id) AS flags,
+       j.refused, j.refused_by
 FROM response_results rr
 JOIN responses r ON r.response_id = rr.response_id
 JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE rr.evaluation_id = ?
+LEFT JOIN refusals j ON j.response_id = r.response_id
+WHERE rr.evaluation_id = $evaluation
 ORDER BY r.response_id
 """
 
@@ -53,7 +64,8 @@ def export_rows(con: duckdb.DuckDBPyConnection, evaluation_id: int, flags_evalua
     rules = rules_from_text(rules_text, rules_source) if respan else None
     cursor = con.cursor()
     try:
-        reader = cursor.sql(ROWS_SQL, params=[flags_evaluation_id or -1, evaluation_id]).to_arrow_reader(BATCH)
+        params = {"flags": flags_evaluation_id or -1, "evaluation": evaluation_id}
+        reader = cursor.sql(ROWS_SQL, params=params).to_arrow_reader(BATCH)
         for batch in reader:
             for record in batch.to_pylist():
                 yield _flat(con, record, rules, ruleset, profile)
@@ -87,6 +99,8 @@ def _flat(con: duckdb.DuckDBPyConnection, record: dict[str, Any], rules: Any, ru
          "spans": fresh_flags.get(f["flag"]) or (orjson.loads(f["spans"]) if f["spans"] else [])}
         for f in record["flags"] or ()
     ]
+    out["refused"] = record["refused"]
+    out["refused_by"] = record["refused_by"]
     return out
 
 

@@ -30,9 +30,13 @@ def banner_text(rules: Rules, flag_name: str) -> str | None:
 
 @flag("no_context_warning")
 def no_context_warning(ctx: Context) -> FlagResult | None:
-    """No retrieved item scores at least the threshold."""
+    """Nothing was retrieved, or every scored item is below the threshold. Items without a
+    score are context (issue 13): when no item carries a score, the flag is not raised."""
+    scores = ctx.scores()
+    if not scores and any(it is not None for it in ctx.retrieved):
+        return None
     threshold = ctx.comp.rules.min_score
-    if any(s >= threshold for s in ctx.scores()):
+    if any(s >= threshold for s in scores):
         return None
     return _flag("no_context_warning", ctx.comp.severities["no_context_warning"])
 

@@ -294,18 +294,28 @@ def recompute(
     with_spans: bool | None = None,
     workers: int | None = None,
     progress: bool = False,
+    profile: str | None = None,
 ) -> RecomputeResult:
     """Evaluate every response of a run and store the evaluation, holding the store only to copy
-    the run out and to append the results in one transaction (evaluator.staging)."""
-    from evaluator.cli.common import run_id_for
+    the run out and to append the results in one transaction (evaluator.staging). ``profile``
+    (a profile of ``rules``) replaces the run's own for this evaluation."""
+    from evaluator.cli.common import UsageError, run_id_for
 
     rules = rules or load_rules()
+    rules.ruleset(ruleset)  # an unknown rule set or profile fails before the store is opened
+    if profile is not None:
+        rules.profile(profile)
     with staging_area(db) as stage:
         with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
             row = fetch_one(con, "SELECT profile, n_responses, content_hash FROM runs WHERE run_id = ?", [run_id])
             assert row is not None
-            profile, n, content_hash = str(row[0]), int(row[1]), row[2]
+            run_profile, n, content_hash = str(row[0]), int(row[1]), row[2]
+            profile = profile or run_profile
+            if profile not in rules.profile_names:
+                raise UsageError(f"run {run_name!r} has profile {profile!r}, which the rules ({rules.source}) do not "
+                                 f"define; pass --rules with a file that defines it, or --profile "
+                                 f"({', '.join(rules.profile_names)})")
             snapshot_run(con, run_id, stage)
         if with_spans is None:
             with_spans = n <= SPANS_UP_TO

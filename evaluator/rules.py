@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator import regex_safety
+from evaluator import regex_safety, rules_merge
 from evaluator.types import CHECK_NAMES, FLAG_NAMES
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("default_rules.toml")
@@ -42,10 +42,18 @@ class PatternRule:
     ignore_case: bool = True
 
 
+LITERAL_NOUNS = "literal"  # SPEC §5: every match of the proper-noun pattern is a candidate
+REFINED_NOUNS = "refined"  # issue 13: leading capitalised function words are not part of a name
+PROPER_NOUN_MODES = (LITERAL_NOUNS, REFINED_NOUNS)
+NOT_APPLICABLE_TO_BOT = "not applicable to this bot"
+
+
 @dataclass(frozen=True)
 class RuleSet:
     name: str
     t3_not_applicable: tuple[str, ...]
+    proper_nouns: str = LITERAL_NOUNS
+    function_words: tuple[str, ...] = ()  # dropped from the start of a candidate (refined)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,22 @@ class Profile:
     citation_pattern: str  # "" = the bot does not cite
     allowlist: tuple[str, ...]
     interpretation_markers: tuple[str, ...]
+    # answers_question follows answerability: an unanswerable question must be refused
+    answerability: bool = False
+    # refusals are also what the abstention pack and the SPEC §5 phrases say (not only §4 patterns)
+    abstention: bool = False
+    refusal_phrases: tuple[str, ...] = ()  # this bot's own ways of refusing (literal phrases)
+    gold_max_words: int = 0  # compare only gold answers this short (0: every gold answer)
+    not_applicable_reason: str = NOT_APPLICABLE_TO_BOT  # for the checks the profile leaves out
+
+
+@dataclass(frozen=True)
+class AbstentionPack:
+    """How RAG bots say they cannot answer from their documents (issue 13 §3), versioned."""
+
+    version: str = ""
+    empty_is_refusal: bool = False
+    patterns: tuple[PatternRule, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -83,6 +107,7 @@ class Rules:
     text: str  # the rules file as read
     source: str  # where it was read from
     hash: str  # sha256 of the canonical content (comments and layout do not count)
+    abstention: AbstentionPack = AbstentionPack()
 
     @property
     def refusal_patterns(self) -> tuple[str, ...]:
@@ -148,7 +173,28 @@ def _load_cached(path: str, _mtime_ns: int, _size: int) -> Rules:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: rules file is not UTF-8: {exc}") from None
-    return rules_from_text(text, path)
+    if Path(path) == DEFAULT_RULES_PATH:
+        return rules_from_text(text, path)
+    return _on_defaults(text, path)
+
+
+def _on_defaults(text: str, source: str) -> Rules:
+    """A user's rules file merged into the defaults: it adds profiles and rule sets (and may
+    change other keys). Its text is kept as read when it already says everything; otherwise
+    the merged rules are written out whole, so the stored text can be re-read on its own."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    try:
+        user = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{source}: invalid TOML: {exc}") from None
+    base = tomllib.loads(DEFAULT_RULES_PATH.read_text(encoding="utf-8-sig"))
+    merged = rules_merge.merge(base, user)
+    if merged == user:
+        return _build(user, text, source)
+    checked = _build(merged, text, source)  # errors name the user's file and key
+    full = rules_merge.to_toml(merged, f"the built-in rules ({DEFAULT_RULES_PATH.name}) with {source} on top")
+    return _build(tomllib.loads(full), full, checked.source)
 
 
 def rules_from_text(text: str, source: str = "<text>") -> Rules:
@@ -194,6 +240,10 @@ class _Reader:
             names = typ.__name__ if isinstance(typ, type) else " or ".join(t.__name__ for t in typ)
             raise self.fail(full, f"expected {names}, got {_tname(value)}")
         return value
+
+    def optional(self, data: dict[str, Any], key: str, path: str, typ: type, default: Any) -> Any:
+        """``data[key]`` checked like ``get``, or ``default`` when the key is absent."""
+        return self.get(data, key, path, typ) if key in data else default
 
     def strings(self, data: dict[str, Any], key: str, path: str, *, nonempty_items: bool = True) -> tuple[str, ...]:
         full = f"{path}.{key}" if path else key
@@ -244,7 +294,7 @@ def _tname(value: Any) -> str:
     )
 
 
-_TOP_KEYS = {"schema", "name", "retrieval", "routing", "rulesets", "answers", "flags", "profiles"}
+_TOP_KEYS = {"schema", "name", "retrieval", "routing", "rulesets", "answers", "flags", "profiles", "abstention"}
 
 
 def _build(data: dict[str, Any], text: str, source: str) -> Rules:
@@ -274,12 +324,17 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
         raise r.fail("rulesets", "defines no rule set")
     rulesets = []
     for rs_name in rulesets_t:
-        rs = r.table(rulesets_t, rs_name, "rulesets", {"t3_not_applicable"})
+        rs = r.table(rulesets_t, rs_name, "rulesets", {"t3_not_applicable", "proper_nouns", "function_words"})
         na = r.strings(rs, "t3_not_applicable", f"rulesets.{rs_name}")
         for i, check in enumerate(na):
             if check not in CHECK_NAMES:
                 raise r.fail(f"rulesets.{rs_name}.t3_not_applicable[{i}]", f"unknown check {check!r}")
-        rulesets.append(RuleSet(rs_name, na))
+        nouns = r.optional(rs, "proper_nouns", f"rulesets.{rs_name}", str, LITERAL_NOUNS)
+        if nouns not in PROPER_NOUN_MODES:
+            raise r.fail(f"rulesets.{rs_name}.proper_nouns", f"expected {' or '.join(PROPER_NOUN_MODES)}, "
+                         f"got {nouns!r}")
+        words = r.strings(rs, "function_words", f"rulesets.{rs_name}") if "function_words" in rs else ()
+        rulesets.append(RuleSet(rs_name, na, nouns, words))
 
     answers = r.table(data, "answers", "", {"refusal_patterns", "redirect_patterns", "substantive_patterns"})
     refusal = r.patterns(answers, "refusal_patterns", "answers")
@@ -318,7 +373,7 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
     for pname in profiles_t:
         path = f"profiles.{pname}"
         pt = r.table(profiles_t, pname, "profiles", {"checks", "citation_pattern", "allowlist",
-                                                     "interpretation_markers"})
+                                                     "interpretation_markers", *_PROFILE_OPTIONS})
         checks = r.strings(pt, "checks", path)
         for i, check in enumerate(checks):
             if check not in CHECK_NAMES:
@@ -326,6 +381,12 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
         citation = r.get(pt, "citation_pattern", path, str)
         if citation:
             r.pattern({"pattern": citation, "case_sensitive": True}, f"{path}.citation_pattern")
+        gold_words = r.optional(pt, "gold_max_words", path, int, 0)
+        if gold_words < 0:
+            raise r.fail(f"{path}.gold_max_words", f"expected 0 or more, got {gold_words}")
+        phrases = r.strings(pt, "refusal_phrases", path) if "refusal_phrases" in pt else ()
+        for i, phrase in enumerate(phrases):
+            r.pattern(_phrase_rule(phrase).pattern, f"{path}.refusal_phrases[{i}]")
         profiles.append(
             Profile(
                 pname,
@@ -333,8 +394,15 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
                 citation,
                 r.strings(pt, "allowlist", path),
                 r.strings(pt, "interpretation_markers", path),
+                answerability=r.optional(pt, "answerability", path, bool, False),
+                abstention=r.optional(pt, "abstention", path, bool, False),
+                refusal_phrases=phrases,
+                gold_max_words=gold_words,
+                not_applicable_reason=r.optional(pt, "not_applicable_reason", path, str, NOT_APPLICABLE_TO_BOT)
+                .strip() or NOT_APPLICABLE_TO_BOT,
             )
         )
+    abstention = _abstention(r, data)
 
     canonical = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return Rules(
@@ -355,7 +423,23 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
         text=text,
         source=source,
         hash=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+        abstention=abstention,
     )
+
+
+_PROFILE_OPTIONS = ("answerability", "abstention", "refusal_phrases", "gold_max_words", "not_applicable_reason")
+
+
+def _abstention(r: _Reader, data: dict[str, Any]) -> AbstentionPack:
+    """The optional [abstention] pack (a rules file without it has an empty pack)."""
+    if "abstention" not in data:
+        return AbstentionPack()
+    t = r.table(data, "abstention", "", {"version", "empty_is_refusal", "patterns"})
+    version = r.get(t, "version", "abstention", str)
+    if not version.strip():
+        raise r.fail("abstention.version", "empty string")
+    return AbstentionPack(version, r.get(t, "empty_is_refusal", "abstention", bool),
+                          r.patterns(t, "patterns", "abstention"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -711,6 +795,7 @@ class CompiledProfile:
     citation_has_id: bool
     allowlist: frozenset[str]  # normalised with norm_term
     markers: MatcherSet
+    refusals: MatcherSet  # the profile's own refusal phrases
 
 
 @dataclass(frozen=True)
@@ -726,6 +811,12 @@ class CompiledRules:
     t3_na: dict[str, frozenset[str]]
     profiles: dict[str, CompiledProfile]
     severities: dict[str, str]
+    abstention: MatcherSet
+    # rule set -> lower-cased function words a refined proper noun drops from its start (None: literal)
+    function_words: dict[str, frozenset[str] | None]
+
+    def refined_nouns(self, ruleset: str) -> frozenset[str] | None:
+        return self.function_words.get(ruleset)
 
     def profile(self, name: str) -> CompiledProfile:
         try:
@@ -774,6 +865,7 @@ def compiled(rules: Rules) -> CompiledRules:
             citation_has_id=citation is not None and "id" in citation.groupindex,
             allowlist=frozenset(norm_term(a) for a in p.allowlist),
             markers=MatcherSet(tuple(_phrase_rule(m) for m in p.interpretation_markers)),
+            refusals=MatcherSet(tuple(_phrase_rule(m) for m in p.refusal_phrases)),
         )
     done = CompiledRules(
         rules=rules,
@@ -787,6 +879,9 @@ def compiled(rules: Rules) -> CompiledRules:
         t3_na={r.name: frozenset(r.t3_not_applicable) for r in rules.rulesets},
         profiles=profiles,
         severities={f.name: f.severity for f in rules.flag_rules},
+        abstention=MatcherSet(rules.abstention.patterns),
+        function_words={r.name: frozenset(w.lower() for w in r.function_words) if r.proper_nouns == REFINED_NOUNS
+                        else None for r in rules.rulesets},
     )
     if len(_COMPILED) > 64:
         _COMPILED.clear()
@@ -796,6 +891,10 @@ def compiled(rules: Rules) -> CompiledRules:
 
 __all__ = [
     "DEFAULT_RULES_PATH",
+    "LITERAL_NOUNS",
+    "NOT_APPLICABLE_TO_BOT",
+    "REFINED_NOUNS",
+    "AbstentionPack",
     "CompiledProfile",
     "CompiledRules",
     "FlagRule",

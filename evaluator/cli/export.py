@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 from evaluator.cli.common import load_rules_arg
-from evaluator.cli.report import add_verdict_source
-from evaluator.evaluations import ensure_evaluation, evaluation_for
+from evaluator.evaluations import RULESETS, ensure_evaluation, evaluation_for
 from evaluator.export import export_format, export_rows, write_export
 from evaluator.queries.report import flags_evaluation_id
 from evaluator.store import connect
@@ -18,7 +17,12 @@ HELP = "export a run's verdicts (one row per response) to .jsonl, .csv or .parqu
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, help="run name")
-    add_verdict_source(parser)
+    source = parser.add_mutually_exclusive_group(required=True)
+    # no argparse choices: a --rules file may add rule sets (checked against the loaded rules)
+    source.add_argument("--ruleset", help=f"verdicts recomputed under this rule set ({', '.join(RULESETS)}, "
+                        "or one your --rules file adds)")
+    source.add_argument("--recorded", action="store_true", help="the verdicts recorded in the run file")
+    parser.add_argument("--rules", help="rules TOML file on top of the built-in rules")
     parser.add_argument("--out", required=True, help="output file; the extension picks the format")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator.cli.common import UsageError, print_json, print_table
+from evaluator.cli.common import UsageError, load_rules_arg, print_json, print_table
 from evaluator.judges import JUDGE_NAMES, JudgeError
 from evaluator.metrics.runner import compute_and_store
 
@@ -20,12 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="refusal judge (llm: set EVALUATOR_JUDGE_BASE_URL, _MODEL, _API_KEY)")
     parser.add_argument("--with-overrides", action="store_true",
                         help="use reviewers' 'refused' overrides instead of the judge where they exist")
+    parser.add_argument("--rules", help="rules TOML file on top of the built-in rules (the heuristic judge's "
+                        "refusal phrases, abstention pack and the run's profile's own refusal phrases)")
     parser.add_argument("--json", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        results = compute_and_store(args.db, args.run, args.judge, args.with_overrides)
+        results = compute_and_store(args.db, args.run, args.judge, args.with_overrides,
+                                    rules=load_rules_arg(args.rules) if args.rules else None)
     except JudgeError as exc:
         raise UsageError(f"judge {args.judge!r} failed: {exc}") from None
     rows = [{"provider": r.provider, **{k: getattr(r.score, k) for k in KEYS[1:]}} for r in results]

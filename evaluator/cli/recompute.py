@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator.cli.common import load_rules_arg, print_json
+from evaluator.cli.common import UsageError, load_rules_arg, print_json
 from evaluator.evaluations import RULESETS
 from evaluator.recompute import recompute
 
@@ -14,8 +14,11 @@ HELP = "recompute the six checks and three flags of a run (all providers) and st
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run", required=True, help="run name")
-    parser.add_argument("--ruleset", required=True, choices=RULESETS)
-    parser.add_argument("--rules", help="rules TOML file (default: the built-in rules of the SPEC)")
+    parser.add_argument("--ruleset", required=True,
+                        help=f"rule set: {', '.join(RULESETS)}, or one your --rules file adds")
+    parser.add_argument("--rules", help="rules TOML file, on top of the built-in rules of the SPEC: it may add "
+                        "profiles and rule sets")
+    parser.add_argument("--profile", help="bot profile to evaluate under (default: the run's, from ingest)")
     parser.add_argument("--workers", type=int, help="evaluation processes (default: by run size)")
     spans = parser.add_mutually_exclusive_group()
     spans.add_argument("--spans", dest="spans", action="store_true", default=None,
@@ -27,8 +30,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     rules = load_rules_arg(args.rules)
+    where = f" (built-in rules + {args.rules})" if args.rules else ""
+    if args.ruleset not in rules.ruleset_names:
+        raise UsageError(f"unknown rule set {args.ruleset!r}; the rules{where} define: "
+                         f"{', '.join(rules.ruleset_names)}")
+    if args.profile is not None and args.profile not in rules.profile_names:
+        raise UsageError(f"unknown profile {args.profile!r}; the rules{where} define: "
+                         f"{', '.join(rules.profile_names)}")
     result = recompute(args.db, args.run, args.ruleset, rules=rules, with_spans=args.spans,
-                       workers=args.workers, progress=sys.stderr.isatty())
+                       workers=args.workers, progress=sys.stderr.isatty(), profile=args.profile)
     summary = {"evaluation_id": result.evaluation_id, "run": result.run, "ruleset": result.ruleset,
                "rules_hash": result.rules_hash, "responses": result.n_responses,
                "duration_s": round(result.duration_s, 3)}

@@ -1,10 +1,12 @@
 """Offline refusal judge (SPEC §6 ``heuristic``, the default).
 
 An answer is refused when it contains one of the §5 refusal phrases (case-insensitive
-substring), matches one of the §4 T3 refusal patterns (regex, case-insensitive), or holds
-something close to the reference implementation's refusal flag
-"I apologize, but I couldn't find an answer" (fuzzy: difflib ratio over a sliding window
-of words). Curly apostrophes count like straight ones. Pure: no duckdb, no streamlit.
+substring), matches one of the §4 T3 refusal patterns (regex, case-insensitive), matches the
+rules' abstention pack (issue 13: how RAG bots say their documents do not answer; an empty
+answer is a refusal when the pack says so), or holds something close to the reference
+implementation's refusal flag "I apologize, but I couldn't find an answer" (fuzzy: difflib
+ratio over a sliding window of words). A bot profile's own refusal phrases count too.
+Curly apostrophes count like straight ones. Pure: no duckdb, no streamlit.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class HeuristicJudge:
         *,
         fuzzy_flags: Iterable[str] = (REFERENCE_REFUSAL_FLAG,),
         fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD,
+        abstention_patterns: Iterable[str | re.Pattern[str]] = (),
+        abstention_version: str = "",
+        empty_is_refusal: bool = False,
     ) -> None:
         if not 0.0 < fuzzy_threshold <= 1.0:
             raise ValueError(f"fuzzy_threshold must be in (0, 1], got {fuzzy_threshold}")
@@ -68,18 +73,28 @@ class HeuristicJudge:
             for p in self.refusal_patterns
         ]
         self._flags = [(f, [w for w, _, _ in _words(f)]) for f in self.fuzzy_flags]
+        self.abstention_version = abstention_version
+        self.empty_is_refusal = empty_is_refusal
+        self._abstention = [
+            (p.pattern, p) if isinstance(p, re.Pattern) else (p, re.compile(straighten(p), re.IGNORECASE))
+            for p in abstention_patterns
+        ]
 
     @classmethod
-    def from_rules(cls, rules: Rules | None = None, **kwargs: Any) -> HeuristicJudge:
-        """Build from a ``Rules`` object (default: the shipped rules file)."""
+    def from_rules(cls, rules: Rules | None = None, *, profile: str | None = None, **kwargs: Any) -> HeuristicJudge:
+        """Build from a ``Rules`` object (default: the shipped rules file): the §5 phrases and
+        the ``profile``'s own refusal phrases, the §4 patterns, the abstention pack."""
         if rules is None:
             from evaluator.rules import load_rules
 
             rules = load_rules()
-        phrases = tuple(rules.refusal_phrases)
-        patterns = [
-            re.compile(straighten(r.pattern), re.IGNORECASE if r.ignore_case else 0) for r in rules.refusal
-        ]
+        own = rules.profile(profile).refusal_phrases if profile is not None else ()
+        phrases = tuple(rules.refusal_phrases) + tuple(p for p in own if p not in rules.refusal_phrases)
+        patterns = [_compiled(r.pattern, r.ignore_case) for r in rules.refusal]
+        pack = rules.abstention
+        kwargs.setdefault("abstention_patterns", [_compiled(r.pattern, r.ignore_case) for r in pack.patterns])
+        kwargs.setdefault("abstention_version", pack.version)
+        kwargs.setdefault("empty_is_refusal", pack.empty_is_refusal)
         return cls(phrases, patterns, **kwargs)
 
     def judge(self, question: str, answer: str) -> JudgeVerdict:
@@ -92,11 +107,18 @@ class HeuristicJudge:
             m = rx.search(text)
             if m:
                 return JudgeVerdict(True, f"refusal pattern {pattern!r}", answer[m.start() : m.end()])
+        if self.empty_is_refusal and not answer.strip():
+            return JudgeVerdict(True, f"empty answer (abstention pack {self.abstention_version})", None)
+        for _pattern, rx in self._abstention:
+            m = rx.search(text)
+            if m:
+                return JudgeVerdict(True, f"abstention pattern of pack {self.abstention_version}: "
+                                          f"{answer[m.start() : m.end()]!r}", answer[m.start() : m.end()])
         fuzzy = self._fuzzy_match(answer)
         if fuzzy is not None:
             flag, ratio, span = fuzzy
             return JudgeVerdict(True, f"close to refusal flag {flag!r} (similarity {ratio:.2f})", span)
-        return JudgeVerdict(False, "no refusal phrase, pattern or refusal flag found", None)
+        return JudgeVerdict(False, "no refusal phrase, pattern, abstention or refusal flag found", None)
 
     def _fuzzy_match(self, answer: str) -> tuple[str, float, str] | None:
         """Best window of words (flag length ± 2) whose similarity reaches the threshold."""
@@ -127,3 +149,7 @@ class HeuristicJudge:
                     if ratio >= self.fuzzy_threshold and (best is None or ratio > best[1]):
                         best = (flag, ratio, answer[window[0][1] : window[-1][2]])
         return best
+
+
+def _compiled(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+    return re.compile(straighten(pattern), re.IGNORECASE if ignore_case else 0)

@@ -18,6 +18,7 @@ from evaluator.cli.common import run_id_for
 from evaluator.judges import Judge, JudgeVerdict, make_judge
 from evaluator.metrics.trust import TrustScore, trust_score
 from evaluator.recompute import RUN_ROWS_SQL, response_input
+from evaluator.rules import Rules, load_rules
 from evaluator.staging import RunChangedError, snapshot_run, staging_area
 from evaluator.store import atomic, connect, fetch_one
 from evaluator.types import ResponseInput
@@ -83,6 +84,7 @@ def compute_and_store(
     *,
     judge_options: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
+    rules: Rules | None = None,
 ) -> list[ProviderMetrics]:
     """TRUST-SCORE per provider of the run; one metric_results row each (+ per-response rows).
 
@@ -92,13 +94,20 @@ def compute_and_store(
         with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
             content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id])
+            profile = fetch_one(con, "SELECT profile FROM runs WHERE run_id = ?", [run_id])
             overrides = refused_overrides(con, run_id) if with_overrides else {}
             snapshot_run(con, run_id, stage, extra={"judge_cache": ("SELECT * FROM judge_cache WHERE judge = $judge",
                                                                     {"judge": judge})})
         scon = stage.connect()
         try:
             cache = StoreJudgeCache(scon)
-            judge_impl: Judge = make_judge(judge, cache=cache, **(judge_options or {}))
+            options = dict(judge_options or {})
+            if judge == "heuristic":  # the rules' lists, and the run's profile's own refusal phrases
+                options.setdefault("rules", rules)
+                run_rules = rules or load_rules()
+                if profile is not None and profile[0] in run_rules.profile_names:
+                    options.setdefault("profile", profile[0])
+            judge_impl: Judge = make_judge(judge, cache=cache, **options)
             computed = _judge_and_score(scon, run_id, judge_impl, overrides, progress)
         finally:
             scon.close()

@@ -348,3 +348,13 @@ def test_llm_judge_without_a_model_is_a_config_error(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("EVALUATOR_JUDGE_MODEL", raising=False)
     with pytest.raises(JudgeConfigError, match="EVALUATOR_JUDGE_MODEL"):
         LLMJudge(base_url="http://127.0.0.1:9/v1")
+
+
+def test_heuristic_from_rules_refuses_an_empty_answer() -> None:
+    verdict = HeuristicJudge.from_rules().judge("q", " \n ")
+    assert verdict.refused
+    assert "empty answer" in verdict.reasoning
+
+
+def test_heuristic_from_rules_refuses_an_abstention() -> None:
+    assert HeuristicJudge.from_rules().judge("q", "The context does not mention the director.").refused

@@ -17,8 +17,10 @@ RULES = load_rules()
 COMP = compiled(RULES)
 MATCHERS = [
     *COMP.refusal.matchers, *COMP.redirect.matchers, *COMP.substantive.matchers, *COMP.refusal_phrases.matchers,
-    *COMP.profiles["ramayana"].markers.matchers, COMP.price, COMP.proper_noun,
+    *COMP.profiles["ramayana"].markers.matchers, COMP.price, COMP.proper_noun, *COMP.abstention.matchers,
 ]
+RULESETS = st.sampled_from(["legacy", "t3_aware", "refined"])
+PROFILES = st.sampled_from(["ramayana", "clearpath", "rag"])
 EXTRA = [Matcher(PatternRule(p)) for p in (
     r"[a-z]+ scope", r"\bnot\b (?:able|willing)", r"(?:x|y)z{2,3}", r"(?=ab)a.c", r"\w+'s", r"(?s)a.b",
     r"[^x]ble", r"(?i)scope", r"\d+ rupees?", r"[α-ω]+", r"ι", r"σ+",
@@ -38,6 +40,10 @@ FRAGMENTS = [
     "this suggests", "teaches us", "\u0130", "\u0131", "\u212a", "\u03a3\u0391\u03a3", "\u03b9\u0345\u1fbe", " ", " ",
     "\n", "\t", ",", ".", "\u2019", "\u201c", "\u201d", "\u2014", "\u00a0", "_", "9", "ab", "abc", "xzz", "ble", "'s",
     "é", "Lord",
+    # issue 13: abstentions, near misses and sentence-initial function words
+    "The document does not provide", "doesn’t mention", "not mentioned in the", "unanswerable",
+    "cannot be determined from", "There is no information about", "The document provides", "The Moving Average",
+    "Then Germany", "However", "moving average", "I couldn't find",
 ]
 texts = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=4)), max_size=30).map("".join)
 PROPS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,7 +111,7 @@ responses = st.builds(
     expected_routing=st.sampled_from([None, "in_scope", "out_of_scope"]),
     classification=st.sampled_from([None, "in_scope", "out_of_scope", "T3"]),
     retrieved=st.lists(items, max_size=4).map(tuple), gold_answers=st.lists(claims, max_size=2).map(tuple),
-    expected_ids=st.lists(ids, max_size=2).map(tuple),
+    expected_ids=st.lists(ids, max_size=2).map(tuple), answerable=st.one_of(st.none(), st.booleans()),
 )
 
 
@@ -115,7 +121,7 @@ def _summary(ev: object) -> object:
 
 
 @PROPS
-@given(responses, st.sampled_from(["legacy", "t3_aware"]), st.sampled_from(["ramayana", "clearpath"]))
+@given(responses, RULESETS, PROFILES)
 def test_evaluate_never_raises_and_spans_index_the_answer(resp: ResponseInput, ruleset: str, profile: str) -> None:
     ev = evaluate(resp, ruleset=ruleset, rules=RULES, profile=profile)
     assert [c.verdict in (PASS, FAIL, NA) for c in ev.checks] == [True] * 6
@@ -128,8 +134,7 @@ def test_evaluate_never_raises_and_spans_index_the_answer(resp: ResponseInput, r
 
 
 @PROPS
-@given(st.lists(responses, max_size=5), st.sampled_from(["legacy", "t3_aware"]),
-       st.sampled_from(["ramayana", "clearpath"]))
+@given(st.lists(responses, max_size=5), RULESETS, PROFILES)
 def test_batch_equals_single(resps: list[ResponseInput], ruleset: str, profile: str) -> None:
     batch = evaluate_batch(resps, ruleset=ruleset, rules=RULES, profile=profile)
     single = [evaluate(r, ruleset=ruleset, rules=RULES, profile=profile) for r in resps]

@@ -56,3 +56,37 @@ def test_batch_rows_with_the_runs_questions_equal_the_rows_read_by_id(store):
         by_id = rc.load_responses(con, list(batched))
     assert batched == by_id
     assert any(item.gold_answers for item in by_id.values()) and any(item.retrieved for item in by_id.values())
+
+
+# --- the refined rule set through the CLI (issue 13 §3) -------------------------------------------------
+
+
+def _sentence_initial_run(tmp_path: Path) -> Path:
+    import json
+
+    path = tmp_path / "history.jsonl"
+    context = [{"id": "d1", "text": "Germany invaded Poland; a moving average of losses rose."}]
+    rows = [("q1", "Then Germany invaded Poland."), ("q2", "The Moving Average of losses rose.")]
+    path.write_text("".join(json.dumps({"question_id": q, "question": "What happened?", "provider": "bot",
+                                        "answer": a, "retrieved": context}) + "\n" for q, a in rows))
+    return path
+
+
+def test_cli_recompute_accepts_the_refined_rule_set(cli, db_path, tmp_path):
+    import json
+
+    cli("ingest", str(_sentence_initial_run(tmp_path)), "--profile", "rag", db=db_path, check=True)
+    done = cli("recompute", "--run", "history", "--ruleset", "refined", "--json", db=db_path, check=True)
+    assert json.loads(done.stdout)["ruleset"] == "refined"
+
+
+def test_refined_fixes_sentence_initial_function_words_side_by_side(cli, db_path, tmp_path):
+    import json
+
+    cli("ingest", str(_sentence_initial_run(tmp_path)), "--profile", "rag", db=db_path, check=True)
+    for ruleset in ("t3_aware", "refined"):
+        cli("recompute", "--run", "history", "--ruleset", ruleset, db=db_path, check=True)
+    done = cli("compare", "--run", "history", "--ruleset", "t3_aware", "--vs-ruleset", "refined", "--json",
+               db=db_path, check=True)
+    rates = [r for r in json.loads(done.stdout)["pass_rates"] if r["provider"] == "bot"]
+    assert [(r["passed_a"], r["passed_b"], r["fail_to_pass"]) for r in rates] == [(0, 2, 2)]

@@ -309,3 +309,47 @@ def test_casefold_aligned_keeps_offsets_for_dotted_capital_i() -> None:
     assert folded is not None
     assert len(folded) == len(text)
     assert folded == "istanbul and scope"
+
+
+# --- issue 13: the rag profile, the refined rule set, the abstention pack --------------------------------
+
+
+def test_default_rag_profile(rules: Rules) -> None:
+    rag = rules.profile("rag")
+    assert rag.checks == ("retrieval_check", "answers_question", "cites_shlokas", "no_hallucination")
+    assert (rag.citation_pattern, rag.answerability, rag.abstention, rag.gold_max_words) == ("", True, True, 5)
+
+
+def test_seed_profiles_keep_the_seed_answers_rule(rules: Rules) -> None:
+    for name in ("ramayana", "clearpath"):
+        profile = rules.profile(name)
+        assert (profile.answerability, profile.abstention, profile.refusal_phrases) == (False, False, ())
+        assert profile.not_applicable_reason == "not applicable to this bot"
+
+
+def test_default_refined_ruleset(rules: Rules) -> None:
+    refined = rules.ruleset("refined")
+    assert refined.proper_nouns == "refined"
+    assert {"The", "Then", "However", "This"} <= set(refined.function_words)
+    assert set(refined.t3_not_applicable) == set(rules.ruleset("t3_aware").t3_not_applicable)
+
+
+def test_seed_rulesets_keep_the_literal_proper_noun_rule(rules: Rules) -> None:
+    assert [rules.ruleset(n).proper_nouns for n in ("legacy", "t3_aware")] == ["literal", "literal"]
+
+
+def test_unknown_proper_noun_mode_is_an_error(rules_text: str) -> None:
+    text = replaced(rules_text, 'proper_nouns = "refined"', 'proper_nouns = "clever"')
+    with pytest.raises(ValueError, match=r"key 'rulesets\.refined\.proper_nouns': expected literal or refined"):
+        rules_from_text(text, "my.toml")
+
+
+def test_a_rules_file_without_an_abstention_pack_has_an_empty_one(rules_text: str) -> None:
+    text = rules_text[: rules_text.index("[abstention]")]
+    assert rules_from_text(text, "my.toml").abstention.patterns == ()
+
+
+def test_an_unsafe_abstention_regex_is_refused(rules_text: str) -> None:
+    text = replaced(rules_text, "'''\\bunanswerable\\b'''", "'''(a+)+b'''")
+    with pytest.raises(ValueError, match=r"key 'abstention\.patterns\[2\]'"):
+        rules_from_text(text, "my.toml")
