@@ -40,6 +40,7 @@ def _pages() -> dict[str, list[StreamlitPage]]:
         "For reviewers": [
             page("triage", "Triage", "filter_list"),
             page("review", "Review", "rate_review"),
+            page("agreement", "Agreement", "groups"),
         ],
     }
 

@@ -31,6 +31,8 @@ COMMANDS = {
     "compare": "compare",
     "gate": "gate",
     "overrides": "overrides",
+    "annotations": "annotations",
+    "agreement": "agreement",
 }
 
 

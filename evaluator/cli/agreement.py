@@ -1,0 +1,112 @@
+"""evaluator agreement: how far annotators agree with each other, and the automated checks with them.
+
+Per label: Krippendorff's alpha among annotators at the nominal, ordinal and interval levels
+(the `krippendorff` package; a level the scale does not allow is null, and the text says why).
+Per mapped check: confusion matrix of the check's verdict vs the human majority, Cohen's kappa,
+precision/recall of the check's FAIL. `--check no_hallucination=faithfulness>=3` maps a check to a
+label (an annotator says PASS when the rating meets the threshold). Without --check, defaults:
+a label named faithfulness/faithful/groundedness/grounded/hallucination maps to no_hallucination and
+relevance/relevancy/answer_relevance to answers_question, PASS at or above the scale's midpoint
+((min + max) / 2 of a number scale, e.g. >= 2.5 on 1–4; the middle value of ordered words).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from evaluator.agreement import LEVELS, AgreementError
+from evaluator.annotations import labels
+from evaluator.cli.common import UsageError, print_json, print_table, run_id_for
+from evaluator.queries import agreement as q
+from evaluator.store import connect, fetch_value
+
+HELP = ("Krippendorff's alpha among a run's annotators per label, and each automated check's agreement with "
+        "the human majority (confusion matrix, Cohen's kappa, precision/recall of FAIL)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run", required=True, help="run name")
+    parser.add_argument("--label", help="only this label")
+    parser.add_argument("--check", action="append", default=[], metavar="CHECK=LABEL>=N",
+                        help="map a check to a label, e.g. no_hallucination=faithfulness>=3 (repeatable; operators "
+                             ">=, >, <=, <, =). Default: faithfulness-like labels -> no_hallucination, relevance-like "
+                             "-> answers_question, PASS at or above the scale's midpoint")
+    parser.add_argument("--evaluation", type=int, help="evaluation id (default: the run's latest)")
+    parser.add_argument("--with-overrides", action="store_true",
+                        help="use effective verdicts (a reviewer's latest override, else computed)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def report(con: Any, args: argparse.Namespace) -> dict[str, Any]:
+    run_id = run_id_for(con, args.run)
+    definitions = labels(con, run_id)
+    if args.label is not None:
+        definitions = [d for d in definitions if d["label"] == args.label]
+        if not definitions:
+            known = ", ".join(d["label"] for d in labels(con, run_id)) or "none"
+            raise UsageError(f"--label: run {args.run!r} defines no label {args.label!r} (labels: {known})")
+    evaluation_id = args.evaluation if args.evaluation is not None else q.latest_evaluation(con, run_id)
+    if args.evaluation is not None and not q.evaluation_of_run(con, args.evaluation, run_id):
+        raise UsageError(f"--evaluation: {args.evaluation} is not an evaluation of run {args.run!r}")
+    try:
+        mapped = q.mappings(con, run_id, evaluation_id, args.check)
+    except AgreementError as exc:
+        raise UsageError(str(exc)) from None
+    if args.label is not None:
+        mapped = [m for m in mapped if m.mapping.label == args.label]
+    checks = []
+    if evaluation_id is not None:
+        for human in mapped:
+            result = q.check_agreement(con, run_id, evaluation_id, human, with_overrides=args.with_overrides)
+            checks.append({**{k: v for k, v in result.items() if k != "confusion"}, **result["confusion"].as_dict(),
+                           "not_applicable": result["not_applicable"], "ties": result["ties"]})
+    ruleset = fetch_value(con, "SELECT ruleset FROM evaluations WHERE evaluation_id = $e", {"e": evaluation_id})
+    return {"run": args.run, "evaluation_id": evaluation_id, "ruleset": ruleset,
+            "with_overrides": bool(args.with_overrides),
+            "labels": [q.label_alpha(con, run_id, d) for d in definitions], "checks": checks}
+
+
+def run(args: argparse.Namespace) -> int:
+    with connect(args.db, read_only=True) as con:
+        result = report(con, args)
+    if args.json:
+        print_json(result)
+    else:
+        print_text(result)
+    return 0
+
+
+def print_text(result: dict[str, Any]) -> None:
+    print(f"Run {result['run']}")
+    if not result["labels"]:
+        print("No human labels in this run: import annotations, or rate responses on the Review page.")
+        return
+    print("\nKrippendorff's alpha among annotators (1 = full agreement, 0 = chance, < 0 = worse than chance)")
+    print_table([{"label": r["label"], "scale": r["scale"], "annotators": r["annotators"], "units": r["units"],
+                  **{level: r["alpha"][level] for level in LEVELS}} for r in result["labels"]],
+                ["label", "scale", "annotators", "units", *LEVELS])
+    notes = [f"  {r['label']} {level}: {r['why'][level]}" for r in result["labels"] for level in LEVELS
+             if r["alpha"][level] is None]
+    if notes:
+        print("(units = responses rated by two or more annotators; - = no figure:)")
+        print("\n".join(notes))
+    if result["evaluation_id"] is None:
+        print("\nThis run has no evaluation: nothing to compare the humans with.")
+        return
+    verdicts = "effective verdicts (with overrides)" if result["with_overrides"] else "computed verdicts"
+    print(f"\nChecks vs the human majority (evaluation {result['evaluation_id']}, {result['ruleset']}, {verdicts})")
+    if not result["checks"]:
+        print("No check is mapped to a label: use --check CHECK=LABEL>=N, e.g. no_hallucination=faithfulness>=3")
+    for check in result["checks"]:
+        print(f"\n{check['rule']}: {check['n']} responses, kappa {_figure(check['kappa'])}, "
+              f"precision of FAIL {_figure(check['precision_fail'])}, recall of FAIL {_figure(check['recall_fail'])}")
+        matrix = check["matrix"]
+        print_table([{"": f"check {c}", "human PASS": matrix[f"check_{c}"]["human_PASS"],
+                      "human FAIL": matrix[f"check_{c}"]["human_FAIL"]} for c in ("PASS", "FAIL")],
+                    ["", "human PASS", "human FAIL"])
+        print(f"left out: {check['not_applicable']} N/A verdicts, {check['ties']} ties among annotators")
+
+
+def _figure(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.3f}"
