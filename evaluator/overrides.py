@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import duckdb
@@ -43,12 +44,81 @@ def allowed_values(target: str) -> tuple[str, ...]:
     return VERDICTS
 
 
-def targets_for(con: duckdb.DuckDBPyConnection, response_id: int) -> list[str]:
-    """'overall', the six checks, any extra check recorded for this response, and 'refused'."""
+def targets_for(con: duckdb.DuckDBPyConnection, response_id: int, *, applicable_only: bool = False) -> list[str]:
+    """'overall', the six checks, any extra check recorded for this response, and 'refused'.
+
+    applicable_only: without the checks the run's bot profile does not apply (always N/A there,
+    "not applicable to this bot"), for choices offered to a reviewer."""
     extra = [row[0] for row in con.execute(
         "SELECT DISTINCT check_name FROM check_results WHERE response_id = ? ORDER BY check_name", [response_id]
     ).fetchall() if row[0] not in CHECK_NAMES]
-    return ["overall", *CHECK_NAMES, *extra, "refused"]
+    checks = list(CHECK_NAMES)
+    if applicable_only:
+        applied = profile_checks(con, response_id)
+        checks = [c for c in checks if applied is None or c in applied]
+    return ["overall", *checks, *extra, "refused"]
+
+
+def profile_checks(con: duckdb.DuckDBPyConnection, response_id: int) -> tuple[str, ...] | None:
+    """The checks the profile of the response's run applies, by the rules of the run's latest computed
+    evaluation (else the built-in rules); None when the run's profile is unknown to them."""
+    from evaluator.rules import load_rules, rules_from_text
+
+    row = fetch_one(
+        con,
+        """SELECT coalesce(e.profile, run.profile), e.rules_text, e.rules_source
+           FROM responses r JOIN runs run ON run.run_id = r.run_id
+           LEFT JOIN evaluations e ON e.run_id = r.run_id AND e.rules_text IS NOT NULL
+           WHERE r.response_id = $response
+           ORDER BY e.evaluation_id DESC NULLS LAST LIMIT 1""",
+        {"response": response_id},
+    )
+    if row is None or row[0] is None:
+        return None
+    profile, text, source = row
+    try:
+        rules = rules_from_text(text, source or "<stored>") if text else load_rules(None)
+        return tuple(rules.profile(str(profile)).checks)
+    except ValueError:  # stored rules of an older schema, or a profile they do not define
+        return None
+
+
+@dataclass(frozen=True)
+class OverrideSpec:
+    """One override of a bulk save: a target of a response and its new value."""
+
+    response_id: int
+    target: str
+    new_value: str
+
+
+def _checked(con: duckdb.DuckDBPyConnection, response_id: int, target: str, new_value: str,
+             evaluation_id: int | None) -> str:
+    """The new value, normalised; raise OverrideError when the target or value is wrong."""
+    new_value = (new_value or "").strip().upper()
+    run_id = fetch_value(con, "SELECT run_id FROM responses WHERE response_id = ?", [response_id])
+    if run_id is None:
+        raise OverrideError(f"no response with id {response_id}")
+    if target not in targets_for(con, response_id):
+        raise OverrideError(f"cannot override {target!r}; use 'overall', a check name or 'refused'")
+    if new_value not in allowed_values(target):
+        raise OverrideError(f"{target} cannot be set to {new_value!r}; use one of {', '.join(allowed_values(target))}")
+    if evaluation_id is not None and fetch_value(
+        con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?", [evaluation_id]
+    ) != run_id:
+        raise OverrideError(f"evaluation {evaluation_id} is not an evaluation of this response's run")
+    return new_value
+
+
+def _who_and_why(reason: str, reviewer: str, config: ReviewConfig) -> tuple[str, str]:
+    reason, reviewer = (reason or "").strip(), (reviewer or "").strip()
+    if not reviewer:
+        raise OverrideError("an override needs a reviewer: say who you are first")
+    if not config.may_override(reviewer):
+        raise OverrideError(f"{reviewer!r} is not on the reviewers list; overrides are read-only for them")
+    if not reason:
+        raise OverrideError("an override needs a reason: say why the verdict is wrong")
+    return reason, reviewer
 
 
 def add_override(
@@ -68,50 +138,65 @@ def add_override(
 
     `client_token` names one press of Save: a save that is retried (evaluator.pending) with the
     same token returns the override written the first time instead of writing it again."""
-    config = config or load_review_config()
-    reason, reviewer = (reason or "").strip(), (reviewer or "").strip()
-    if not reviewer:
-        raise OverrideError("an override needs a reviewer: say who you are first")
-    if not config.may_override(reviewer):
-        raise OverrideError(f"{reviewer!r} is not on the reviewers list; overrides are read-only for them")
-    if not reason:
-        raise OverrideError("an override needs a reason: say why the verdict is wrong")
-    new_value = (new_value or "").strip().upper()
-    run_id = fetch_value(con, "SELECT run_id FROM responses WHERE response_id = ?", [response_id])
-    if run_id is None:
-        raise OverrideError(f"no response with id {response_id}")
-    if target not in targets_for(con, response_id):
-        raise OverrideError(f"cannot override {target!r}; use 'overall', a check name or 'refused'")
-    if new_value not in allowed_values(target):
-        raise OverrideError(f"{target} cannot be set to {new_value!r}; use one of {', '.join(allowed_values(target))}")
-    if evaluation_id is not None and fetch_value(
-        con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?", [evaluation_id]
-    ) != run_id:
-        raise OverrideError(f"evaluation {evaluation_id} is not an evaluation of this response's run")
+    reason, reviewer = _who_and_why(reason, reviewer, config or load_review_config())
+    new_value = _checked(con, response_id, target, new_value, evaluation_id)
     if carried_from is not None and fetch_value(
         con, "SELECT count(*) FROM overrides WHERE override_id = ?", [carried_from]
     ) == 0:
         raise OverrideError(f"no override with id {carried_from} to carry forward")
+    spec = OverrideSpec(response_id, target, new_value)
+    return _write(con, [spec], reason, reviewer, evaluation_id, carried_from, client_token)[0]
+
+
+def add_overrides(
+    con: duckdb.DuckDBPyConnection,
+    overrides: list[OverrideSpec],
+    reason: str,
+    reviewer: str,
+    evaluation_id: int | None = None,
+    *,
+    config: ReviewConfig | None = None,
+    client_token: str | None = None,
+) -> list[int]:
+    """Append many overrides with one reason in ONE transaction (all or none) and return their ids.
+
+    Every override carries `client_token`: a retried bulk save returns the ids written the first
+    time. Raises OverrideError, writing nothing, when any of them is invalid."""
+    if not overrides:
+        raise OverrideError("a bulk override needs at least one response")
+    reason, reviewer = _who_and_why(reason, reviewer, config or load_review_config())
+    checked = [OverrideSpec(o.response_id, o.target, _checked(con, o.response_id, o.target, o.new_value,
+                                                              evaluation_id)) for o in overrides]
+    return _write(con, checked, reason, reviewer, evaluation_id, None, client_token)
+
+
+def _write(con: duckdb.DuckDBPyConnection, overrides: list[OverrideSpec], reason: str, reviewer: str,
+           evaluation_id: int | None, carried_from: int | None, client_token: str | None) -> list[int]:
+    """Insert checked overrides in one transaction, each old_value read inside it (exactly once per token)."""
     for attempt in range(CONFLICT_RETRIES):
         try:
             with _WRITE_LOCK, atomic(con):
                 if client_token is not None:
-                    written = fetch_value(con, "SELECT override_id FROM overrides WHERE client_token = $token",
-                                          {"token": client_token})
-                    if written is not None:
-                        return int(written)
-                old_value = current_value(con, response_id, target, evaluation_id)
-                override_id = int(fetch_value(con, "SELECT nextval('override_ids')"))  # type: ignore[arg-type]
-                con.execute(
-                    """INSERT INTO overrides (override_id, response_id, evaluation_id, target, old_value,
-                                              new_value, reason, reviewer, created_at, carried_from, client_token)
-                       VALUES ($id, $response, $evaluation, $target, $old, $new, $reason, $reviewer, now(),
-                               $carried_from, $token)""",
-                    {"id": override_id, "response": response_id, "evaluation": evaluation_id, "target": target,
-                     "old": old_value, "new": new_value, "reason": reason, "reviewer": reviewer,
-                     "carried_from": carried_from, "token": client_token},
-                )
-            return override_id
+                    written = con.execute("SELECT override_id FROM overrides WHERE client_token = $token "
+                                          "ORDER BY override_id", {"token": client_token}).fetchall()
+                    if written:
+                        return [int(row[0]) for row in written]
+                ids = []
+                for spec in overrides:
+                    old_value = current_value(con, spec.response_id, spec.target, evaluation_id)
+                    override_id = int(fetch_value(con, "SELECT nextval('override_ids')"))  # type: ignore[arg-type]
+                    con.execute(
+                        """INSERT INTO overrides (override_id, response_id, evaluation_id, target, old_value,
+                                                  new_value, reason, reviewer, created_at, carried_from,
+                                                  client_token)
+                           VALUES ($id, $response, $evaluation, $target, $old, $new, $reason, $reviewer, now(),
+                                   $carried_from, $token)""",
+                        {"id": override_id, "response": spec.response_id, "evaluation": evaluation_id,
+                         "target": spec.target, "old": old_value, "new": spec.new_value, "reason": reason,
+                         "reviewer": reviewer, "carried_from": carried_from, "token": client_token},
+                    )
+                    ids.append(override_id)
+            return ids
         except duckdb.TransactionException:  # another writer committed first: try again
             if attempt == CONFLICT_RETRIES - 1:
                 raise

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.overrides import OverrideError, add_override, allowed_values, apply_carried
+from evaluator.overrides import OverrideError, OverrideSpec, add_override, add_overrides, allowed_values, apply_carried
 from evaluator.review_config import ReviewConfig, load_review_config
 from evaluator.store import StoreBusyError, connect, resolve_db_path
 
 LOG = logging.getLogger(__name__)
 KEEP_DONE_S = 24 * 3600
-KINDS = ("override", "carry")
+KINDS = ("override", "carry", "bulk")
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class SaveStatus:
     state: str  # "pending" | "saved" | "failed"
     override_id: int | None = None
     message: str | None = None
+    override_ids: tuple[int, ...] = ()  # every override a bulk save wrote (a single save: its one id)
 
 
 def journal_dir(db: str | os.PathLike[str] | None) -> Path:
@@ -59,12 +60,17 @@ def submit(db: str | os.PathLike[str] | None, save: dict[str, Any], *, config: R
         raise OverrideError("an override needs a reviewer: say who you are first")
     if not (config or load_review_config()).may_override(reviewer):
         raise OverrideError(f"{reviewer!r} is not on the reviewers list; overrides are read-only for them")
-    if kind == "override":
+    if kind in ("override", "bulk"):
         if not str(save.get("reason") or "").strip():
             raise OverrideError("an override needs a reason: say why the verdict is wrong")
-        target, value = str(save.get("target") or ""), str(save.get("new_value") or "").strip().upper()
-        if value not in allowed_values(target):
-            raise OverrideError(f"{target} cannot be set to {value!r}; use one of {', '.join(allowed_values(target))}")
+        items = save.get("overrides") if kind == "bulk" else [save]
+        if not items:
+            raise OverrideError("a bulk override needs at least one response")
+        for item in items:
+            target, value = str(item.get("target") or ""), str(item.get("new_value") or "").strip().upper()
+            if value not in allowed_values(target):
+                raise OverrideError(f"{target} cannot be set to {value!r}; "
+                                    f"use one of {', '.join(allowed_values(target))}")
     token = uuid.uuid4().hex
     folder = journal_dir(db)
     folder.mkdir(parents=True, exist_ok=True)
@@ -104,7 +110,8 @@ def status(db: str | os.PathLike[str] | None, token: str) -> SaveStatus:
     folder = journal_dir(db)
     done = _read(folder / f"{token}.done")
     if done is not None:
-        return SaveStatus(token, "saved", override_id=done.get("override_id"))
+        ids = tuple(int(i) for i in done.get("override_ids") or [done.get("override_id")] if i is not None)
+        return SaveStatus(token, "saved", override_id=done.get("override_id"), override_ids=ids)
     failed = _read(folder / f"{token}.failed")
     if failed is not None:
         return SaveStatus(token, "failed", message=str(failed.get("error")))
@@ -118,17 +125,23 @@ def pending(db: str | os.PathLike[str] | None, response_id: int | None = None) -
         return []
     found = [record for path in folder.glob("*.json") if (record := _read(path)) is not None]
     if response_id is not None:
-        found = [r for r in found if r.get("response_id") == response_id]
+        found = [r for r in found if r.get("response_id") == response_id
+                 or any(item.get("response_id") == response_id for item in r.get("overrides") or [])]
     return sorted(found, key=lambda r: (r.get("saved_at", 0), r.get("token", "")))
 
 
-def _apply_record(con: Any, record: dict[str, Any], config: ReviewConfig) -> int:
+def _apply_record(con: Any, record: dict[str, Any], config: ReviewConfig) -> list[int]:
     if record["kind"] == "carry":
-        return apply_carried(con, int(record["response_id"]), int(record["carried_from"]), record["reviewer"],
-                             record.get("evaluation_id"), config=config, client_token=record["token"])
-    return add_override(con, int(record["response_id"]), record["target"], record["new_value"], record["reason"],
-                        record["reviewer"], evaluation_id=record.get("evaluation_id"), config=config,
-                        client_token=record["token"])
+        return [apply_carried(con, int(record["response_id"]), int(record["carried_from"]), record["reviewer"],
+                              record.get("evaluation_id"), config=config, client_token=record["token"])]
+    if record["kind"] == "bulk":
+        specs = [OverrideSpec(int(i["response_id"]), str(i["target"]), str(i["new_value"]))
+                 for i in record["overrides"]]
+        return add_overrides(con, specs, record["reason"], record["reviewer"],
+                             evaluation_id=record.get("evaluation_id"), config=config, client_token=record["token"])
+    return [add_override(con, int(record["response_id"]), record["target"], record["new_value"], record["reason"],
+                         record["reviewer"], evaluation_id=record.get("evaluation_id"), config=config,
+                         client_token=record["token"])]
 
 
 def _finish(folder: Path, token: str, outcome: dict[str, Any], suffix: str) -> None:
@@ -151,11 +164,11 @@ def apply(db: str | os.PathLike[str] | None, tokens: list[str] | None = None, *,
             for record in records:
                 token = str(record["token"])
                 try:
-                    override_id = _apply_record(con, record, config)
+                    ids = _apply_record(con, record, config)
                 except OverrideError as exc:
                     _finish(folder, token, {"token": token, "error": str(exc), "save": record}, ".failed")
                 else:
-                    _finish(folder, token, {"token": token, "override_id": override_id}, ".done")
+                    _finish(folder, token, {"token": token, "override_id": ids[0], "override_ids": ids}, ".done")
     except StoreBusyError:
         pass  # still pending: the drainer tries again
     _forget_old(folder)

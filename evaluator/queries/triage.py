@@ -1,12 +1,19 @@
-"""SQL behind the Triage page: filtered, paginated responses of one evaluation (all in SQL).
+"""SQL behind the Triage page: filtered, sorted, paginated responses of one evaluation (all in SQL).
 
 Verdict filters use effective verdicts (latest override, else computed), so a response a
 reviewer has already corrected leaves the "failing" list. Every value is a bound parameter;
 free text is a literal, case-insensitive RE2 match (see search_pattern).
+
+Contract with the Review page (its "queue"): Triage's display order for a sort is `SORTS[sort]`
+then response id; `queue_position(con, filters, sort, response_id, page_size=...)` says where a
+response sits in that order (1-based index, total, previous and next ids, the Triage page holding
+it), computed with window functions in SQL, or None when the response does not match the filters.
+The filters, sort and page size of a queue come from a Triage URL: dashboard.triage_url.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,16 +36,38 @@ from evaluator.queries.review import (
     spans,
 )
 from evaluator.review_config import load_review_config
-from evaluator.store import fetch_value
+from evaluator.store import fetch_one, fetch_value
 from evaluator.types import CHECK_NAMES
 
 __all__ = [
     "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",
     "evaluation_label", "evaluations_of_run", "filter_options", "flags", "has_provider", "missing_search_index",
     "page_and_count", "pass_rate_page", "pass_rates", "providers", "retrieved", "run_id", "spans", "display_rules",
+    "DEFAULT_SORT", "PAGE_SIZES", "QueuePosition", "SORTS", "computed_values", "first_id", "queue_position",
+    "search_matches", "search_terms",
 ]
 
 PAGE_SIZE = 50
+PAGE_SIZES = (25, 50, 100, 250)
+# The orders Triage offers (?sort=), each a key of SORT_SQL; ties keep response order.
+SORTS = {
+    "response": "Response order",
+    "verdict": "Verdict (failing first)",
+    "flags": "Flags (most first)",
+    "provider": "Provider",
+    "template": "Template",
+    "overridden": "Overridden first",
+}
+DEFAULT_SORT = "response"
+# Expressions over the filtered rows (r = responses, eff = effective verdicts, fc = flag counts).
+SORT_SQL = {
+    "response": "r.response_id",
+    "verdict": "CASE eff.overall WHEN 'FAIL' THEN 0 WHEN 'PASS' THEN 1 ELSE 2 END, r.response_id",
+    "flags": "coalesce(fc.n_flags, 0) DESC, r.response_id",
+    "provider": "r.provider, r.response_id",
+    "template": "eff.template_group, r.response_id",
+    "overridden": "EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = r.response_id) DESC, r.response_id",
+}
 OVERRIDE_STATUSES = {
     "any": "Any",
     "overridden": "Overridden",
@@ -136,11 +165,56 @@ def search_pattern(text: str) -> str:
     return "(?is)" + "".join(parts)
 
 
+def order_by(sort: str) -> str:
+    """The ORDER BY expressions of a sort (unknown sorts: response order)."""
+    return SORT_SQL.get(sort, SORT_SQL[DEFAULT_SORT])
+
+
+PHRASE = re.compile('["\u201c\u201d]([^"\u201c\u201d]*)["\u201c\u201d]')  # straight or curly double quotes
+
+
+def search_terms(text: str) -> list[str]:
+    """What a search asks for, each term a literal that must occur (in the question, answer or comment).
+
+    Without a pair of double quotes the whole search is one literal ("King Dasharatha" as typed). With
+    them, each quoted phrase is a term, quotes removed, and so is each stretch of text between phrases:
+    `"Dasharatha"` finds what `Dasharatha` finds, `"King Dasharatha" Rama` needs both. Curly double quotes
+    count as straight ones."""
+    text = text.strip()
+    if not PHRASE.search(text):
+        return [text] if text else []
+    terms, last = [], 0
+    for match in PHRASE.finditer(text):
+        terms += [text[last:match.start()].strip(), match.group(1).strip()]
+        last = match.end()
+    terms.append(text[last:].strip())
+    return list(dict.fromkeys(t for t in terms if t))  # each once, in order
+
+
+def search_matches(text: str | None, search: str | None) -> list[dict[str, Any]]:
+    """Where the search's terms occur in `text`: spans of kind "search_match" ({start, end, text, kind})."""
+    if not text or not search:
+        return []
+    found = []
+    for term in search_terms(search):
+        for match in re.finditer(search_pattern(term), text):
+            if match.end() > match.start():
+                found.append({"start": match.start(), "end": match.end(), "text": match.group(),
+                              "kind": "search_match"})
+    return found
+
+
 def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
-           ids: list[int] | None = None) -> tuple[str, list[Any]]:
-    """FROM/WHERE of the filtered responses, with its parameters in order (only `ids`, if given)."""
+           ids: list[int] | None = None, sort: str = DEFAULT_SORT) -> tuple[str, list[Any]]:
+    """FROM/WHERE of the filtered responses, with its parameters in order (only `ids`, if given).
+    The rows can be ordered by `order_by(sort)`."""
     cte_params: list[Any] = response_results_params(filters.evaluation_id, True)
     ctes = f"WITH {response_results_cte(True)}"
+    joins = ""
+    if sort == "flags":  # flags per response of this evaluation (or of the run's latest computed one)
+        ctes += ", fc AS (SELECT response_id, count(*) AS n_flags FROM flags WHERE evaluation_id = ? GROUP BY 1)"
+        cte_params.append(flags_evaluation_id(con, filters.evaluation_id) or -1)
+        joins = "LEFT JOIN fc ON fc.response_id = r.response_id"
     where: list[str] = []
     params: list[Any] = []  # the WHERE clause's, after all of the CTEs' in the SQL text
     if filters.provider:
@@ -169,14 +243,15 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
     if filters.paradox:
         where.append("eff.overall = 'FAIL' AND regexp_matches(coalesce(r.comment, ''), ?, 'i')")
         params.append(filters.paradox_regex or load_review_config().paradox_regex())
-    if filters.text and filters.text.strip():
-        # A semi-join on this run's rows, so the regex runs once per text before any other join.
+    terms = search_terms(filters.text or "")
+    if terms:
+        # A semi-join on this run's rows per term, so each regex runs once per text before any other join.
         run_id = int(fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?",
                                  [filters.evaluation_id]))
-        text = filters.text.strip()
-        matching, matching_params = search_index.matching_responses(con, run_id, text, search_pattern(text))
-        where.append(f"r.response_id IN ({matching})")
-        params += matching_params
+        for term in terms:
+            matching, matching_params = search_index.matching_responses(con, run_id, term, search_pattern(term))
+            where.append(f"r.response_id IN ({matching})")
+            params += matching_params
     page_ids = ""
     if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE
         page_ids = "JOIN (SELECT unnest(?::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"
@@ -187,6 +262,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         FROM eff {page_ids}
         JOIN responses r ON r.response_id = eff.response_id
         JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+        {joins}
         {"WHERE " + " AND ".join(where) if where else ""}"""
     return sql, cte_params + params
 
@@ -202,14 +278,14 @@ PAGE_COLUMNS = """r.response_id, r.question_id, r.provider, r.model, r.template,
 
 
 def page_and_count(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_number: int = 1,
-                   page_size: int = PAGE_SIZE) -> tuple[int, int, list[dict[str, Any]]]:
-    """(number of matches, page shown, its rows): a page past the end shows the last one.
+                   page_size: int = PAGE_SIZE, sort: str = DEFAULT_SORT) -> tuple[int, int, list[dict[str, Any]]]:
+    """(number of matches, page shown, its rows in `sort` order): a page past the end shows the last one.
 
     One pass over the matches finds both the page's ids and the total (a text search reads
     every answer of the run, so doing it twice would double the wait)."""
-    sql, params = _query(con, filters)
+    sql, params = _query(con, filters, sort=sort)
     sql = sql.replace("__COLUMNS__", "r.response_id, count(*) OVER () AS total") + \
-        " ORDER BY r.response_id LIMIT ? OFFSET ?"
+        f" ORDER BY {order_by(sort)} LIMIT ? OFFSET ?"
 
     def ids_of(number: int) -> list[tuple[int, int]]:
         # Narrow rows (ids) through the sort; the wide columns are read for the page's ids only.
@@ -226,11 +302,68 @@ def page_and_count(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_
         if number > last:
             number = last
             found = ids_of(number) if total else []
-    return total, number, _rows(con, filters, [i for i, _ in found])
+    return total, number, _rows(con, filters, [i for i, _ in found], sort)
 
 
-def _rows(con: duckdb.DuckDBPyConnection, filters: TriageFilters, ids: list[int]) -> list[dict[str, Any]]:
+def _rows(con: duckdb.DuckDBPyConnection, filters: TriageFilters, ids: list[int],
+          sort: str = DEFAULT_SORT) -> list[dict[str, Any]]:
     if not ids:
         return []
-    sql, params = _query(con, filters, ids)
-    return query_dicts(con, sql.replace("__COLUMNS__", PAGE_COLUMNS) + " ORDER BY r.response_id", params)
+    sql, params = _query(con, filters, ids, sort)
+    return query_dicts(con, sql.replace("__COLUMNS__", PAGE_COLUMNS) + f" ORDER BY {order_by(sort)}", params)
+
+
+@dataclass(frozen=True)
+class QueuePosition:
+    """Where a response sits among the filtered responses in Triage's order."""
+
+    index: int  # 1-based
+    total: int
+    previous_id: int | None
+    next_id: int | None
+    page: int  # the Triage page (at the given page size) that holds this response
+
+
+def queue_position(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort: str, response_id: int, *,
+                   page_size: int) -> QueuePosition | None:
+    """The response's position among those matching `filters`, in Triage's display order for `sort`
+    (None when it does not match). One query: row_number, lag and lead over the matches."""
+    sql, params = _query(con, filters, sort=sort)
+    window = f"OVER (ORDER BY {order_by(sort)})"
+    columns = (f"r.response_id, row_number() {window} AS position, lag(r.response_id) {window} AS previous_id, "
+               f"lead(r.response_id) {window} AS next_id, count(*) OVER () AS total")
+    row = fetch_one(con, f"SELECT position, total, previous_id, next_id FROM ({sql.replace('__COLUMNS__', columns)}) "
+                         "WHERE response_id = ?", [*params, response_id])
+    if row is None:
+        return None
+    position, total, previous_id, next_id = row
+    return QueuePosition(index=int(position), total=int(total),
+                         previous_id=None if previous_id is None else int(previous_id),
+                         next_id=None if next_id is None else int(next_id),
+                         page=(int(position) - 1) // max(page_size, 1) + 1)
+
+
+def first_id(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort: str) -> int | None:
+    """The first response of the filtered list in `sort` order (where "Review these" starts)."""
+    sql, params = _query(con, filters, sort=sort)
+    row = fetch_one(con, sql.replace("__COLUMNS__", "r.response_id") + f" ORDER BY {order_by(sort)} LIMIT 1", params)
+    return None if row is None else int(row[0])
+
+
+def computed_values(con: duckdb.DuckDBPyConnection, evaluation_id: int,
+                    response_ids: list[int]) -> dict[str, dict[int, str]]:
+    """The evaluation's computed verdicts (not overrides) of these responses: target -> response -> verdict,
+    for 'overall' and every check (what "confirm the computed verdict" writes)."""
+    rows = con.execute(
+        """SELECT 'overall', response_id, overall FROM response_results
+           WHERE evaluation_id = $evaluation AND response_id IN (SELECT unnest($ids::BIGINT[]))
+           UNION ALL
+           SELECT check_name, response_id, verdict FROM check_results
+           WHERE evaluation_id = $evaluation AND response_id IN (SELECT unnest($ids::BIGINT[]))""",
+        {"evaluation": evaluation_id, "ids": response_ids},
+    ).fetchall()
+    out: dict[str, dict[int, str]] = {}
+    for target, response_id, verdict in rows:
+        if verdict is not None:
+            out.setdefault(str(target), {})[int(response_id)] = str(verdict)
+    return out

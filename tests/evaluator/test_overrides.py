@@ -307,3 +307,52 @@ def test_cli_export_errors_are_clear(store, tmp_path, cli):
     unknown = cli("overrides", "--run", "nope", "--out", str(tmp_path / "x.jsonl"), db=store)
     assert unknown.returncode == 2 and "no run named 'nope'" in unknown.stderr
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_bulk_override_writes_every_row_with_one_reason_in_one_transaction(store):
+    from evaluator.overrides import OverrideSpec, add_overrides
+
+    with connect(store) as con:
+        ids = [rid(con, "week1", "q1", "openai"), rid(con, "week1", "q2", "claude")]
+        written = add_overrides(con, [OverrideSpec(i, "cites_shlokas", "N/A") for i in ids], "refusals cite nothing",
+                                "alice", evaluation(con, "week1"), config=ANYONE, client_token="bulk-1")
+        rows = con.execute("SELECT response_id, target, old_value, new_value, reason, client_token FROM overrides "
+                           "ORDER BY override_id").fetchall()
+    assert len(written) == 2
+    assert rows == [(ids[0], "cites_shlokas", "FAIL", "N/A", "refusals cite nothing", "bulk-1"),
+                    (ids[1], "cites_shlokas", "FAIL", "N/A", "refusals cite nothing", "bulk-1")]
+
+
+def test_a_bulk_override_with_one_invalid_row_writes_nothing(store):
+    from evaluator.overrides import OverrideSpec, add_overrides
+
+    with connect(store) as con:
+        good = rid(con, "week1", "q1", "openai")
+        with pytest.raises(OverrideError, match="no response with id 999999"):
+            add_overrides(con, [OverrideSpec(good, "overall", "PASS"), OverrideSpec(999999, "overall", "PASS")],
+                          "fine", "alice", config=ANYONE)
+        assert n_overrides(con) == 0
+
+
+def test_a_bulk_override_retried_with_its_token_is_written_once(store):
+    from evaluator.overrides import OverrideSpec, add_overrides
+
+    with connect(store) as con:
+        specs = [OverrideSpec(rid(con, "week1", "q2", who), "overall", "PASS") for who in ("openai", "claude")]
+        first = add_overrides(con, specs, "fine", "alice", config=ANYONE, client_token="t")
+        again = add_overrides(con, specs, "fine", "alice", config=ANYONE, client_token="t")
+        assert first == again and n_overrides(con) == 2
+
+
+def test_targets_for_a_reviewer_leave_out_checks_the_bots_profile_does_not_apply(sample_store):
+    from evaluator.overrides import targets_for
+
+    with connect(sample_store) as con:
+        clearpath = int(fetch_value(con, "SELECT min(response_id) FROM responses JOIN runs USING (run_id) "
+                                         "WHERE name = 'clearpath'"))
+        ramayana = int(fetch_value(con, "SELECT min(response_id) FROM responses JOIN runs USING (run_id) "
+                                        "WHERE name = 'ramayana'"))
+        assert targets_for(con, clearpath, applicable_only=True) == [
+            "overall", "retrieval_check", "no_hallucination", "refused"]
+        assert targets_for(con, ramayana, applicable_only=True) == targets_for(con, ramayana)
+        assert "cites_shlokas" in targets_for(con, clearpath)  # what add_override accepts is unchanged

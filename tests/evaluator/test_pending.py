@@ -121,3 +121,53 @@ def test_a_save_the_store_refuses_is_kept_as_failed_with_its_reason(sample_store
     assert outcome.state == "failed" and "no response with id" in (outcome.message or "")
     assert [f["token"] for f in pending.iter_failed(sample_store)] == [token]
     assert pending.pending(sample_store) == []
+
+
+def _bulk(db: Path, n: int = 3) -> dict:
+    with connect(db) as con:
+        ids = [row[0] for row in con.execute("""SELECT r.response_id FROM responses r JOIN runs USING (run_id)
+                                                WHERE runs.name = 'clearpath' ORDER BY 1 LIMIT ?""", [n]).fetchall()]
+    return {"kind": "bulk", "reason": "prices checked by hand", "reviewer": "priya",
+            "overrides": [{"response_id": i, "target": "no_hallucination", "new_value": "PASS"} for i in ids]}
+
+
+def test_a_bulk_save_lands_in_one_transaction_every_row_with_its_token(sample_store: Path) -> None:
+    save = _bulk(sample_store)
+    token = pending.submit(sample_store, save)
+    [outcome] = pending.apply(sample_store, [token])
+    assert outcome.state == "saved" and len(outcome.override_ids) == 3
+    with connect(sample_store) as con:
+        rows = con.execute("SELECT response_id, new_value, reason, created_at FROM overrides WHERE client_token = ?",
+                           [token]).fetchall()
+    assert sorted(r[0] for r in rows) == [i["response_id"] for i in save["overrides"]]
+    assert {(r[1], r[2]) for r in rows} == {("PASS", "prices checked by hand")}
+    assert len({r[3] for r in rows}) == 1  # one transaction: one now()
+
+
+def test_a_bulk_save_applied_twice_is_written_once(sample_store: Path) -> None:
+    token = pending.submit(sample_store, _bulk(sample_store))
+    record = json.loads((pending.journal_dir(sample_store) / f"{token}.json").read_text())
+    pending.apply(sample_store, [token])
+    (pending.journal_dir(sample_store) / f"{token}.json").write_text(json.dumps(record))
+    [again] = pending.apply(sample_store, [token])
+    assert again.state == "saved" and len(again.override_ids) == 3
+    assert [row[5] for row in _overrides(sample_store)].count(token) == 3
+
+
+def test_a_pending_bulk_save_is_listed_under_each_of_its_responses(sample_store: Path, hold_store) -> None:
+    save = _bulk(sample_store, 2)
+    holder = hold_store(sample_store)
+    try:
+        token = pending.submit(sample_store, save)
+        for item in save["overrides"]:
+            assert [p["token"] for p in pending.pending(sample_store, item["response_id"])] == [token]
+    finally:
+        holder.release()
+
+
+def test_a_bulk_save_with_a_bad_value_is_refused_up_front(sample_store: Path) -> None:
+    save = _bulk(sample_store)
+    save["overrides"][1]["new_value"] = "MAYBE"
+    with pytest.raises(OverrideError, match="MAYBE"):
+        pending.submit(sample_store, save)
+    assert pending.pending(sample_store) == []

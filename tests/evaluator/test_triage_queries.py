@@ -76,3 +76,114 @@ def test_search_reads_only_the_evaluations_run(sample_store):
         runs = {r[0] for r in con.execute("SELECT DISTINCT run_id FROM responses WHERE response_id IN "
                                           "(SELECT unnest(?::BIGINT[]))", [ids]).fetchall()}
     assert ids and runs == {run_id}
+
+
+# Triage's orders, restated in Python over every matching row: the reference queue_position is checked against.
+PY_SORTS = {
+    "response": lambda r: (r["response_id"],),
+    "verdict": lambda r: ({"FAIL": 0, "PASS": 1}.get(r["overall"], 2), r["response_id"]),
+    "flags": lambda r: (-r["n_flags"], r["response_id"]),
+    "provider": lambda r: (r["provider"], r["response_id"]),
+    "template": lambda r: (r["template_group"], r["response_id"]),
+    "overridden": lambda r: (-(r["n_overrides"] > 0), r["response_id"]),
+}
+
+
+def _reference_order(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort: str) -> list[int]:
+    _, _, rows = page_and_count(con, filters, 1, page_size=100_000)
+    flag_counts = dict(con.execute("SELECT response_id, count(*) FROM flags WHERE evaluation_id = ? GROUP BY 1",
+                                   [filters.evaluation_id]).fetchall())
+    for row in rows:
+        row["n_flags"] = flag_counts.get(row["response_id"], 0)
+    return [r["response_id"] for r in sorted(rows, key=PY_SORTS[sort])]
+
+
+def _with_overrides(sample_store) -> None:
+    from evaluator.overrides import add_override
+    from evaluator.review_config import ReviewConfig
+    from evaluator.store import connect
+
+    with connect(sample_store) as con:
+        ids = [r[0] for r in con.execute("SELECT response_id FROM responses JOIN runs USING (run_id) "
+                                         "WHERE name = 'ramayana' ORDER BY response_id DESC LIMIT 3").fetchall()]
+        for response_id in ids:
+            add_override(con, response_id, "overall", "FAIL", "wrong", "alice", config=ReviewConfig())
+
+
+@pytest.mark.parametrize("sort", list(PY_SORTS))
+def test_queue_position_agrees_with_sorting_every_match_in_python(sample_store, sort):
+    _with_overrides(sample_store)
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        filters = TriageFilters(evaluation_id=_evaluation(con, "ramayana"))
+        order = _reference_order(con, filters, sort)
+        assert len(order) == 80
+        for index, response_id in enumerate(order, start=1):
+            position = triage.queue_position(con, filters, sort, response_id, page_size=25)
+            assert position == triage.QueuePosition(
+                index=index, total=80, previous_id=order[index - 2] if index > 1 else None,
+                next_id=order[index] if index < 80 else None, page=(index - 1) // 25 + 1)
+
+
+def test_queue_position_of_the_first_and_last_have_no_neighbour_beyond_the_ends(sample_store):
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        filters = TriageFilters(evaluation_id=_evaluation(con, "ramayana"), provider="claude", template="T3")
+        order = _reference_order(con, filters, "verdict")
+        first = triage.queue_position(con, filters, "verdict", order[0], page_size=50)
+        last = triage.queue_position(con, filters, "verdict", order[-1], page_size=50)
+    assert (first.index, first.previous_id, first.next_id) == (1, None, order[1])
+    assert (last.index, last.total, last.next_id, last.previous_id) == (8, 8, None, order[-2])
+
+
+def test_queue_position_of_a_filtered_out_response_is_none(sample_store):
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        evaluation = _evaluation(con, "ramayana")
+        openai = con.execute("SELECT min(response_id) FROM responses JOIN runs USING (run_id) "
+                             "WHERE name = 'ramayana' AND provider = 'openai'").fetchone()[0]
+        filters = TriageFilters(evaluation_id=evaluation, provider="claude")
+        assert triage.queue_position(con, filters, "response", openai, page_size=50) is None
+
+
+def test_queue_position_names_the_triage_page_at_its_page_size(sample_store):
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        filters = TriageFilters(evaluation_id=_evaluation(con, "ramayana"))
+        order = _reference_order(con, filters, "provider")
+        assert triage.queue_position(con, filters, "provider", order[50], page_size=25).page == 3
+        assert triage.queue_position(con, filters, "provider", order[50], page_size=50).page == 2
+
+
+@pytest.mark.parametrize("sort", list(PY_SORTS))
+def test_a_sorted_page_is_the_slice_of_the_sorted_matches(sample_store, sort):
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        filters = TriageFilters(evaluation_id=_evaluation(con, "clearpath"))
+        order = _reference_order(con, filters, sort)
+        _, _, rows = page_and_count(con, filters, 2, page_size=10, sort=sort)
+    assert [r["response_id"] for r in rows] == order[10:20]
+
+
+@pytest.mark.parametrize(("search", "terms"), [
+    ("King Dasharatha", ["King Dasharatha"]),
+    ('"Dasharatha"', ["Dasharatha"]),
+    ("\u201cKing Dasharatha\u201d", ["King Dasharatha"]),
+    ('"King Dasharatha" Rama', ["King Dasharatha", "Rama"]),
+    ('5" screen', ['5" screen']),  # one quote is no phrase: a literal
+    ("didn't", ["didn't"]),  # single quotes never delimit phrases
+    ("   ", []),
+])
+def test_search_terms_take_double_quoted_phrases_straight_or_curly(search, terms):
+    assert triage.search_terms(search) == terms
+
+
+def test_every_quoted_phrase_must_occur(sample_store):
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        evaluation = _evaluation(con, "ramayana")
+        both = triage.count(con, TriageFilters(evaluation_id=evaluation, text='"King Dasharatha" "Kausalya"'))
+        king = triage.count(con, TriageFilters(evaluation_id=evaluation, text='"King Dasharatha"'))
+        kausalya = triage.count(con, TriageFilters(evaluation_id=evaluation, text="Kausalya"))
+    assert 0 < both <= min(king, kausalya) and both < max(king, kausalya)
+
+
+def test_search_matches_give_spans_of_every_term_ignoring_case():
+    text = "King DASHARATHA ruled; Rama\u2019s father was king Dasharatha."
+    spans = triage.search_matches(text, "\u201cking dasharatha\u201d \"Rama's\"")
+    assert [(text[s["start"]:s["end"]], s["kind"]) for s in spans] == [
+        ("King DASHARATHA", "search_match"), ("king Dasharatha", "search_match"), ("Rama\u2019s", "search_match")]
