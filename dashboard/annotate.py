@@ -17,7 +17,6 @@ Untrusted text (label names, values, annotators, reasons) is shown inert.
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pandas as pd
@@ -25,8 +24,8 @@ import streamlit as st
 
 from dashboard.common import md, store
 from dashboard.highlight import inline
-from evaluator import annotations
-from evaluator.store import StoreBusyError, connect
+from evaluator import annotations, pending
+from evaluator.overrides import OverrideError
 
 SAVE_WAIT_S = 2.0
 SCALE_HELP = {"nominal": "pick one", "ordinal": "low to high", "numeric": "a number", "text": "free text"}
@@ -47,25 +46,27 @@ def _save(db: str, response_id: int, reviewer: str, prefix: str) -> None:
     label = st.session_state.get(f"{prefix}_label")
     value = st.session_state.get(f"{prefix}_value_{label}")
     reason = st.session_state.get(f"{prefix}_reason", "")
-    token = st.session_state.setdefault(f"{prefix}_token", uuid.uuid4().hex)  # one press, however often retried
     if isinstance(value, float) and value.is_integer():
         value = int(value)
+    # Journalled first (evaluator.pending), like overrides: a busy store keeps it pending, never lost.
     try:
-        with connect(db, timeout_s=SAVE_WAIT_S) as con:
-            annotations.add_annotation(con, response_id, reviewer, str(label), value, reason, source="review",
-                                       client_token=token)
-    except annotations.AnnotationError as exc:
+        token = pending.submit(db, {"kind": "annotation", "response_id": response_id, "reviewer": reviewer,
+                                    "label": str(label), "value": value, "reason": reason})
+    except OverrideError as exc:
         st.session_state[f"{prefix}_error"] = str(exc)
         return
-    except StoreBusyError:
-        st.session_state[f"{prefix}_error"] = ("Another program is using the store; nothing was saved yet. "
-                                               "Press Save again in a moment — what you typed is kept.")
+    outcome = pending.apply(db, [token], timeout_s=SAVE_WAIT_S)[0]
+    if outcome.state == "failed":
+        st.session_state[f"{prefix}_error"] = outcome.message or "the rating could not be written"
         return
     st.session_state.pop(f"{prefix}_token", None)
     st.session_state.pop(f"{prefix}_error", None)
     st.session_state[f"{prefix}_reason"] = ""
     st.session_state.pop(f"{prefix}_value_{label}", None)
-    st.session_state[f"{prefix}_done"] = f"Rating saved: {label} = {value}."
+    st.session_state[f"{prefix}_done"] = (
+        f"Rating saved: {label} = {value}." if outcome.state == "saved" else
+        f"Rating kept as pending: {label} = {value}. Another program is using the store; it is written as "
+        "soon as the store is free.")
 
 
 def render_rating_form(db: str, run_id: int, response_id: int, reviewer: str | None, *, key: str = "rating") -> None:

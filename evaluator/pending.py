@@ -24,13 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluator.annotations import AnnotationError, add_annotation
 from evaluator.overrides import OverrideError, OverrideSpec, add_override, add_overrides, allowed_values, apply_carried
 from evaluator.review_config import ReviewConfig, load_review_config
 from evaluator.store import StoreBusyError, connect, resolve_db_path
 
 LOG = logging.getLogger(__name__)
 KEEP_DONE_S = 24 * 3600
-KINDS = ("override", "carry", "bulk")
+KINDS = ("override", "carry", "bulk", "annotation")
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,13 @@ def _apply_record(con: Any, record: dict[str, Any], config: ReviewConfig) -> lis
     if record["kind"] == "carry":
         return [apply_carried(con, int(record["response_id"]), int(record["carried_from"]), record["reviewer"],
                               record.get("evaluation_id"), config=config, client_token=record["token"])]
+    if record["kind"] == "annotation":  # a rating typed in Review (dashboard/annotate.py)
+        try:
+            return [add_annotation(con, int(record["response_id"]), record["reviewer"], str(record["label"]),
+                                   record.get("value"), record.get("reason"), source="review",
+                                   client_token=record["token"])]
+        except AnnotationError as exc:
+            raise OverrideError(str(exc)) from exc  # one kind of refusal for the journal
     if record["kind"] == "bulk":
         specs = [OverrideSpec(int(i["response_id"]), str(i["target"]), str(i["new_value"]))
                  for i in record["overrides"]]

@@ -171,3 +171,41 @@ def test_a_bulk_save_with_a_bad_value_is_refused_up_front(sample_store: Path) ->
     with pytest.raises(OverrideError, match="MAYBE"):
         pending.submit(sample_store, save)
     assert pending.pending(sample_store) == []
+
+
+def _rating(db: Path) -> dict:
+    from evaluator.annotations import define_label
+    rid = _response_id(db)
+    with connect(db) as con:
+        run_id = int(fetch_value(con, "SELECT run_id FROM responses WHERE response_id = $id", {"id": rid}))
+        define_label(con, run_id, "faithfulness", "ordinal", ["1", "2", "3", "4"])
+    return {"kind": "annotation", "response_id": rid, "reviewer": "priya", "label": "faithfulness", "value": "3",
+            "reason": "mostly grounded"}
+
+
+def _annotations(db: Path) -> list[tuple]:
+    with connect(db) as con:
+        return con.execute("SELECT annotator, label, value, value_num, source, client_token FROM annotations "
+                           "ORDER BY annotation_id").fetchall()
+
+
+def test_a_rating_typed_while_another_process_writes_is_kept_pending_then_written_once(
+        sample_store: Path, hold_store) -> None:
+    save = _rating(sample_store)
+    holder = hold_store(sample_store)
+    try:
+        token = pending.submit(sample_store, save)
+        [outcome] = pending.apply(sample_store, [token], timeout_s=0.5)
+        assert outcome.state == "pending"
+    finally:
+        holder.release()
+    assert pending.apply(sample_store, [token])[0].state == "saved"
+    assert pending.apply(sample_store, [token])[0].state == "saved"
+    assert _annotations(sample_store) == [("priya", "faithfulness", "3", 3.0, "review", token)]
+
+
+def test_a_rating_off_the_scale_is_kept_as_failed_with_its_reason(sample_store: Path) -> None:
+    token = pending.submit(sample_store, {**_rating(sample_store), "value": "9"})
+    [outcome] = pending.apply(sample_store, [token])
+    assert outcome.state == "failed" and "not on the scale" in (outcome.message or "")
+    assert _annotations(sample_store) == []
