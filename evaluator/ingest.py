@@ -13,8 +13,23 @@ import orjson
 import pyarrow as pa
 
 from evaluator import search_index
-from evaluator.readers import InputError, Record, detect_format, read_records, require_regular_file, type_name
+from evaluator.formats import Label, PeerRun, read_peer
+from evaluator.formats.column_map import apply_map, parse_map
+from evaluator.formats.detect import json_format
+from evaluator.formats.peer import context_id
+from evaluator.readers import (
+    PEER_FORMATS,
+    InputError,
+    Record,
+    detect_format,
+    json_list_records,
+    read_json_document,
+    read_records,
+    require_regular_file,
+    type_name,
+)
 from evaluator.results import write_evaluation_counts, write_response_results
+from evaluator.rules import load_rules
 from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
 from evaluator.types import CHECK_NAMES
 
@@ -22,7 +37,10 @@ TEMPLATES = ("T1", "T2", "T3")
 VERDICTS = ("PASS", "FAIL", "N/A")
 # One shared str per verdict: millions of recorded verdicts then cost a pointer each.
 CANONICAL_VERDICTS = {verdict: verdict for verdict in VERDICTS}
-PROFILES = ("ramayana", "clearpath")
+# Profiles come from the rules (evaluator.rules); these are the defaults ingest picks from.
+TEMPLATED_PROFILE = "ramayana"  # a run whose responses follow templates T1-T3
+GENERIC_PROFILE = "rag"  # any other run, when the rules define it ...
+FALLBACK_PROFILE = "clearpath"  # ... else this one, as before there was a generic profile
 KNOWN_FIELDS = {
     "question_id", "question", "provider", "model_provider", "answer", "model", "expected_template",
     "expected_routing", "template", "classification", "retrieved", "gold_answers", "answerable",
@@ -40,6 +58,11 @@ RESPONSE_SCHEMA = pa.schema([
 RETRIEVED_SCHEMA = pa.schema(
     [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())])
 CHUNK_SCHEMA = pa.schema([("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())])
+ANNOTATION_SCHEMA = pa.schema([
+    ("row", pa.int64()), ("annotator", pa.string()), ("label", pa.string()), ("value", pa.string()),
+    ("value_num", pa.float64()), ("reason", pa.string()), ("created_us", pa.int64())])
+LABEL_SCHEMA = pa.schema([("label", pa.string()), ("scale", pa.string()), ("scale_values", pa.string()),
+                          ("description", pa.string())])
 BATCH_ROWS = 50_000  # responses buffered as Python lists before they move to a compact Arrow batch
 
 
@@ -55,6 +78,8 @@ class Columns:
     retrieved: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in RETRIEVED_SCHEMA.names})
     chunks: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in CHUNK_SCHEMA.names})
     recorded: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("row", "check_name", "verdict")})
+    annotations: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in ANNOTATION_SCHEMA.names})
+    labels: list[Label] = field(default_factory=list)
     response_batches: list[pa.RecordBatch] = field(default_factory=list)
     retrieved_batches: list[pa.RecordBatch] = field(default_factory=list)
     n_responses: int = 0
@@ -101,20 +126,58 @@ class PreparedRun:
 
 def prepare_run(
     path: str | Path, *, name: str | None = None, fmt: str | None = None, profile: str | None = None,
-    progress: bool = False,
+    progress: bool = False, column_map: str | dict[str, str] | None = None, rules: str | Path | None = None,
 ) -> PreparedRun:
-    """Read and validate a run file without touching any store. Raises InputError."""
+    """Read and validate a run file without touching any store. `fmt`: one of readers.ALL_FORMATS
+    (default: from the extension, and for JSON from the content); `column_map`: "field=column,..."
+    (JSONL, CSV, Parquet, JSON lists); `rules`: the rules file whose profiles are allowed (default:
+    the shipped rules). Raises InputError."""
     path = Path(path)
     require_regular_file(path)  # a FIFO or /dev/zero first: it would block or never end
     fmt = detect_format(path, fmt)
-    if profile is not None and profile not in PROFILES:
-        raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; use one of {', '.join(PROFILES)}")
+    profiles = _profile_names(path, rules)
+    if profile is not None and profile not in profiles:
+        raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; the rules define "
+                         f"{', '.join(profiles)}")
+    mapping = parse_map(column_map, KNOWN_FIELDS) if isinstance(column_map, str) else column_map
+    run_name = name or path.stem
     digest = hashlib.sha256()
-    columns = _collect(path, read_records(path, fmt, digest), progress=progress)
+    records: Any
+    peer: PeerRun | None = None
+    if fmt == "json" or fmt in PEER_FORMATS:
+        doc = read_json_document(path, digest)
+        shape = json_format(doc) if mapping is None else "json"
+        if fmt == "json":
+            fmt = shape
+        elif shape != fmt and mapping is None and shape in PEER_FORMATS:
+            raise InputError(str(path), None, None, f"--format {fmt} was given but this is a {shape} file")
+        if fmt in PEER_FORMATS:
+            if mapping is not None:
+                raise InputError(str(path), None, None, f"--map applies to JSONL, JSON lists, CSV and Parquet, "
+                                 f"not to {fmt} files (their fields are known)")
+            peer = read_peer(path, fmt, doc)
+            records = iter(peer.records)
+        else:
+            records = json_list_records(path, doc)
+        del doc
+    else:
+        records = read_records(path, fmt, digest, long_csv=mapping is not None)
+    if mapping is not None:
+        records = apply_map(path, records, mapping, default_provider=run_name)
+    columns = _collect(path, records, progress=progress, peer=peer)
     if profile is None:
         has_templates = columns.any_template or any(columns.questions["expected_template"])
-        profile = "ramayana" if has_templates else "clearpath"
-    return PreparedRun(path, fmt, name or path.stem, profile, digest.hexdigest(), columns)
+        profile = TEMPLATED_PROFILE if has_templates and TEMPLATED_PROFILE in profiles else (
+            GENERIC_PROFILE if GENERIC_PROFILE in profiles else FALLBACK_PROFILE)
+    return PreparedRun(path, fmt, run_name, profile, digest.hexdigest(), columns)
+
+
+def _profile_names(path: Path, rules: str | Path | None) -> tuple[str, ...]:
+    try:
+        names = load_rules(rules).profile_names
+    except ValueError as exc:
+        raise InputError(str(rules or path), None, "rules", str(exc)) from None
+    return tuple(names() if callable(names) else names)
 
 
 def store_run(
@@ -131,6 +194,7 @@ def store_run(
         _load(con, run_id, run.columns)
         if replaced_run_id is not None:
             _move_overrides(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
+            _move_typed_annotations(con, replaced_run_id, run_id)
             delete_run(con, replaced_run_id)
     return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
@@ -166,6 +230,9 @@ def store_run_staged(
             copy_back(con, alias, "questions", params=ids, replace={"run_id": "$run"})
             copy_back(con, alias, "responses", params=ids, replace={"run_id": "$run", "response_id": moved_response})
             copy_back(con, alias, "retrieved", params=ids, replace={"response_id": moved_response})
+            copy_back(con, alias, "labels", params=ids, replace={"run_id": "$run"})
+            copy_back(con, alias, "annotations", params=ids, replace={
+                "annotation_id": "nextval('annotation_ids')", "response_id": moved_response})
             con.execute(f"""INSERT INTO chunks SELECT n.* FROM {alias}.chunks n
                             WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)""")
             for staged in staged_evaluations:
@@ -179,6 +246,7 @@ def store_run_staged(
                           replace={"evaluation_id": "$evaluation"})
             if replaced_run_id is not None:
                 _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
+                _move_typed_annotations(con, replaced_run_id, ids["run"])
                 delete_run(con, replaced_run_id)
     return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
@@ -250,6 +318,28 @@ def _move_overrides(
         )
 
 
+def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int) -> None:
+    """Ratings reviewers typed in follow their response to the new run, as overrides do; imported
+    ones came with the old file and go with it (the new file brings its own)."""
+    con.execute(
+        """UPDATE annotations SET response_id = moved.new_id
+           FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
+                 FROM responses o JOIN responses n
+                   ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
+                 WHERE o.run_id = $old AND n.run_id = $new) AS moved
+           WHERE annotations.response_id = moved.old_id AND annotations.source <> 'imported'""",
+        {"old": old_run_id, "new": new_run_id},
+    )
+    labels_used = """SELECT DISTINCT a.label FROM annotations a JOIN responses r USING (response_id)
+                     WHERE r.run_id = $new"""
+    con.execute(
+        f"""INSERT INTO labels SELECT $new, label, scale, scale_values, description FROM labels
+            WHERE run_id = $old AND label IN ({labels_used})
+              AND label NOT IN (SELECT label FROM labels WHERE run_id = $new)""",
+        {"old": old_run_id, "new": new_run_id},
+    )
+
+
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     """Remove a run and everything derived from it (callers hold the transaction)."""
     evaluations = "SELECT evaluation_id FROM evaluations WHERE run_id = ?"
@@ -261,13 +351,17 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", [run_id])
     # Overrides of answers that no longer exist go with them (matching ones were moved first).
     con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", [run_id])
+    con.execute(f"DELETE FROM annotations WHERE response_id IN ({responses})", [run_id])
     search_index.drop(con, run_id)
-    for table in ("metric_results", "evaluations", "questions", "responses", "runs"):
+    for table in ("labels", "metric_results", "evaluations", "questions", "responses", "runs"):
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
 
-def _collect(path: Path, records: Any, *, progress: bool) -> Columns:
+def _collect(path: Path, records: Any, *, progress: bool, peer: PeerRun | None = None) -> Columns:
     cols = Columns()
+    annotations = peer.annotations if peer is not None else {}
+    if peer is not None:
+        cols.labels = list(peer.labels)
     seen: dict[tuple[str, str], int] = {}
     questions_seen: dict[str, int] = {}
     chunk_keys: dict[tuple[str, str], str] = {}
@@ -277,6 +371,8 @@ def _collect(path: Path, records: Any, *, progress: bool) -> Columns:
         if bar is not None and row % 5000 == 0:
             bar.update(5000 if row else 0)
         _add_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys)
+        if annotations and line_no in annotations:
+            _add_annotations(row, annotations[line_no], cols)
         if (row + 1) % BATCH_ROWS == 0:
             cols.flush()
     cols.flush()
@@ -493,6 +589,8 @@ def _add_retrieved(
     retrieved = cols.retrieved
     for rank, item in enumerate(value):
         field_name = f"retrieved[{rank}]"
+        if type(item) is not dict and isinstance(item, str):  # a text without id or score (Ragas' contexts)
+            item = {"id": context_id(item), "text": item, "score": None}
         if not isinstance(item, dict):
             raise InputError(
                 where, line_no, field_name, f"expected an object {{id, text, score}}, got {type_name(item)}"
@@ -549,6 +647,18 @@ def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns)
         cols.recorded["verdict"].append(cleaned)
 
 
+def _add_annotations(row: int, annotations: list[Any], cols: Columns) -> None:
+    buffer = cols.annotations
+    for annotation in annotations:
+        buffer["row"].append(row)
+        buffer["annotator"].append(annotation.annotator)
+        buffer["label"].append(annotation.label)
+        buffer["value"].append(annotation.value)
+        buffer["value_num"].append(annotation.value_num)
+        buffer["reason"].append(annotation.reason)
+        buffer["created_us"].append(None if annotation.created_at is None else round(annotation.created_at * 1e6))
+
+
 def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
     """Ids are never reused: a deleted run's id must not be taken by an unrelated new response."""
     return int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
@@ -589,6 +699,8 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
         con.execute('INSERT INTO retrieved SELECT ? + "row", rank, chunk_key, score FROM new_retrieved', [base])
         if cols.recorded["row"]:
             _load_recorded(con, run_id, base, cols)
+        if cols.labels or cols.annotations["row"]:
+            _load_annotations(con, run_id, base, cols)
     finally:
         for view in ("new_responses", "new_questions", "new_retrieved", "new_chunks"):
             con.unregister(view)
@@ -622,3 +734,30 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols:
     write_response_results(con, evaluation_id, run_id)
     write_evaluation_counts(con, evaluation_id)
 
+
+
+IMPORTED = "imported"  # annotations.source of ratings read from the run file
+
+
+def _load_annotations(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+    """The file's labels and its annotators' ratings, set-wise like the responses."""
+    labels = pa.table({
+        "label": [label.label for label in cols.labels], "scale": [label.scale for label in cols.labels],
+        "scale_values": [None if label.values is None else _dumps(list(label.values)) for label in cols.labels],
+        "description": [label.description for label in cols.labels]}, schema=LABEL_SCHEMA)
+    con.register("new_labels", labels)
+    con.register("new_annotations", pa.table(cols.annotations, schema=ANNOTATION_SCHEMA))
+    try:
+        con.execute("""INSERT INTO labels SELECT $run, label, scale, scale_values::JSON, description
+                       FROM new_labels""", {"run": run_id})
+        con.execute(
+            """INSERT INTO annotations
+               SELECT nextval('annotation_ids'), $base + "row", annotator, label, value, value_num, reason,
+                      coalesce(make_timestamp(created_us), now()::TIMESTAMP), $source, NULL
+               FROM new_annotations ORDER BY "row"
+            """,
+            {"base": base, "source": IMPORTED},
+        )
+    finally:
+        con.unregister("new_labels")
+        con.unregister("new_annotations")

@@ -24,6 +24,9 @@ import orjson
 from evaluator.types import CHECK_NAMES
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
+# Peers' evaluation files (evaluator.formats): JSON documents told apart by their shape.
+PEER_FORMATS = ("inspectorraget", "promptfoo", "inspect")
+ALL_FORMATS = FORMATS + PEER_FORMATS
 EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
 # `expected_answer`, `gold_answer` … describe the golden set, not a provider's answer.
 GOLDEN_PREFIXES = ("expected", "gold", "reference", "ideal", "correct", "golden")
@@ -52,14 +55,14 @@ class InputError(Exception):
 
 def detect_format(path: Path, given: str | None) -> str:
     if given:
-        if given not in FORMATS:
-            raise InputError(str(path), None, None, f"unknown format {given!r}; use one of {', '.join(FORMATS)}")
+        if given not in ALL_FORMATS:
+            raise InputError(str(path), None, None, f"unknown format {given!r}; use one of {', '.join(ALL_FORMATS)}")
         return given
     fmt = EXTENSIONS.get(path.suffix.lower())
     if fmt is None:
         raise InputError(
             str(path), None, None,
-            f"cannot tell the format from the extension {path.suffix!r}; pass --format jsonl|json|csv|parquet",
+            f"cannot tell the format from the extension {path.suffix!r}; pass --format {'|'.join(ALL_FORMATS)}",
         )
     return fmt
 
@@ -100,9 +103,10 @@ def _file_kind(mode: int) -> str:
     return next((kind for test, kind in kinds if test(mode)), "not a file")
 
 
-def read_records(path: Path, fmt: str, digest: Any) -> Iterator[tuple[int, Record]]:
+def read_records(path: Path, fmt: str, digest: Any, *, long_csv: bool = False) -> Iterator[tuple[int, Record]]:
     """Records of a run file, with every byte of the file fed to `digest` (a hashlib object)
-    by the time the last record is out. Raises InputError."""
+    by the time the last record is out. `long_csv`: a CSV is one response a row even without a
+    `provider` column (a column map names the fields). Raises InputError."""
     try:
         require_regular_file(path)
         if fmt == "parquet":
@@ -117,7 +121,7 @@ def read_records(path: Path, fmt: str, digest: Any) -> Iterator[tuple[int, Recor
             del data
             if not text or text.isspace():  # = not text.strip(), without copying the file
                 raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
-            yield from _read_json(path, text) if fmt == "json" else _read_csv(path, text)
+            yield from _read_json(path, text) if fmt == "json" else _read_csv(path, text, long_csv=long_csv)
     except OSError as exc:
         raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror or exc})") from None
 
@@ -285,7 +289,42 @@ def _dotted(key_path: list[str | int], text: str = "") -> str | None:
     return text or None
 
 
+def read_json_document(path: Path, digest: Any) -> Any:
+    """A whole JSON file parsed (every byte fed to `digest`), refused when it is empty, malformed
+    or names a key twice in one object. Raises InputError."""
+    try:
+        require_regular_file(path)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror or exc})") from None
+    digest.update(data)
+    text = decode(path, data)
+    del data
+    if not text or text.isspace():
+        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
+    return _parse_json(path, text)
+
+
+def json_list_records(path: Path, doc: Any) -> Iterator[tuple[int, Record]]:
+    """The records of a parsed JSON run file: a list of responses, or {"responses": [...]}."""
+    if isinstance(doc, dict) and isinstance(doc.get("responses"), list):
+        doc = doc["responses"]
+    if not isinstance(doc, list):
+        raise InputError(str(path), None, None, "expected a JSON list of responses (or {\"responses\": [...]}), "
+                         "or the JSON of InspectorRAGet, promptfoo or an Inspect log")
+    if not doc:
+        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
+    for index, obj in enumerate(doc, start=1):
+        if not isinstance(obj, dict):
+            raise InputError(str(path), index, None, f"item {index} is {type_name(obj)}, expected an object")
+        yield index, obj
+
+
 def _read_json(path: Path, text: str) -> Iterator[tuple[int, Record]]:
+    yield from json_list_records(path, _parse_json(path, text))
+
+
+def _parse_json(path: Path, text: str) -> Any:
     try:
         doc = orjson.loads(text)
     except orjson.JSONDecodeError as exc:
@@ -301,16 +340,7 @@ def _read_json(path: Path, text: str) -> Iterator[tuple[int, Record]]:
             str(path), line, _dotted(key_path[1:] if line else key_path),
             duplicate.problem("this record" if line else "this file"),
         )
-    if isinstance(doc, dict) and isinstance(doc.get("responses"), list):
-        doc = doc["responses"]
-    if not isinstance(doc, list):
-        raise InputError(str(path), None, None, "expected a JSON list of responses (or {\"responses\": [...]})")
-    if not doc:
-        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
-    for index, obj in enumerate(doc, start=1):
-        if not isinstance(obj, dict):
-            raise InputError(str(path), index, None, f"item {index} is {type_name(obj)}, expected an object")
-        yield index, obj
+    return doc
 
 
 def _read_parquet(path: Path) -> Iterator[tuple[int, Record]]:
@@ -346,7 +376,7 @@ def _json_cell(path: Path, row: int, field: str, cell: str) -> Any:
     return value
 
 
-def _read_csv(path: Path, text: str) -> Iterator[tuple[int, Record]]:
+def _read_csv(path: Path, text: str, *, long_csv: bool = False) -> Iterator[tuple[int, Record]]:
     csv.field_size_limit(CSV_CELL_LIMIT)  # process-wide; set here so nothing else can have lowered it
     reader = _csv_lines(path, text)
     try:
@@ -355,7 +385,7 @@ def _read_csv(path: Path, text: str) -> Iterator[tuple[int, Record]]:
         raise InputError(str(path), None, None, "the file is empty: no responses to ingest") from None
     header = [name.strip() for name in header]
     _refuse_repeated_columns(path, header_line, header)
-    if "provider" in header or "model_provider" in header:
+    if long_csv or "provider" in header or "model_provider" in header:
         rows = _csv_rows(path, header, reader)
         for line_no, cells in rows:
             yield line_no, _long_csv_record(path, line_no, cells)

@@ -791,7 +791,7 @@ def test_format_option_overrides_the_extension(cli, db_path: Path, tmp_path: Pat
     [
         ([response("q1", template="T1"), response("q2")], "ramayana"),
         ([response("q1", expected_template="T3")], "ramayana"),
-        ([response("q1"), response("q2")], "clearpath"),
+        ([response("q1"), response("q2")], "rag"),  # the generic profile of the shipped rules
     ],
     ids=["template", "expected_template", "no_templates"],
 )
@@ -838,7 +838,7 @@ def test_runs_json_lists_each_run_with_its_sizes(cli, store: Path, tmp_path: Pat
         },
         {
             "name": "support",
-            "profile": "clearpath",
+            "profile": "rag",
             "source_file": str(path),
             "responses": 3,
             "providers": 2,

@@ -14,7 +14,8 @@ from evaluator.store import connect, fetch_value
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "data" / "ramayana_golden.csv", ROOT / "data" / "ramayana_v2.jsonl",
-         ROOT / "data" / "clearpath_support.jsonl", ROOT / "tests" / "fixtures" / "hostile_run.jsonl"]
+         ROOT / "data" / "clearpath_support.jsonl", ROOT / "tests" / "fixtures" / "hostile_run.jsonl",
+         ROOT / "tests" / "fixtures" / "formats" / "inspectorraget_clapnq.json"]  # labels and annotations
 TIMESTAMPS = {"ingested_at", "created_at", "applied_at"}
 
 

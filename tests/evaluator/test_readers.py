@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -53,3 +54,23 @@ def test_invalid_utf8_names_its_line_and_file_offset(tmp_path, monkeypatch, bloc
 def test_a_missing_file_is_an_input_error(tmp_path):
     with pytest.raises(InputError, match="cannot read the file"):
         _read(tmp_path / "absent.jsonl")
+
+
+FORMATS_DIR = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
+
+
+@pytest.mark.parametrize(("file_name", "expected"), [
+    ("inspectorraget_clapnq.json", "inspectorraget"), ("inspectorraget_v1.json", "inspectorraget"),
+    ("promptfoo_results.json", "promptfoo"), ("inspect_log.json", "inspect"),
+])
+def test_a_peers_json_file_is_told_from_its_shape(file_name: str, expected: str) -> None:
+    from evaluator.formats.detect import json_format
+
+    assert json_format(json.loads((FORMATS_DIR / file_name).read_text())) == expected
+
+
+def test_our_own_json_list_stays_json() -> None:
+    from evaluator.formats.detect import json_format
+
+    assert json_format([{"question_id": "q", "question": "Q?", "provider": "p", "answer": "A"}]) == "json"
+    assert json_format({"responses": []}) == "json"

@@ -1,0 +1,34 @@
+"""Peers' evaluation files read into our records: InspectorRAGet, promptfoo, Inspect AI logs.
+
+Each reader takes the parsed JSON document and returns a `PeerRun`: canonical records (the
+fields of SPEC §3, unknown keys kept as metadata) plus, where the file has them, the run's
+human labels and each response's annotations. Every problem is an InputError naming the
+file, the record and the field; nothing is half-read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evaluator.formats.peer import Annotation, Label, PeerRun
+from evaluator.readers import PEER_FORMATS
+
+__all__ = ["PEER_FORMATS", "Annotation", "Label", "PeerRun", "read_peer"]
+
+
+def read_peer(path: Path, fmt: str, doc: Any) -> PeerRun:
+    """Records of a peer's file in format `fmt` (one of PEER_FORMATS)."""
+    if fmt == "inspectorraget":
+        from evaluator.formats.inspectorraget import read as read_inspectorraget
+
+        return read_inspectorraget(path, doc)
+    if fmt == "promptfoo":
+        from evaluator.formats.promptfoo import read as read_promptfoo
+
+        return read_promptfoo(path, doc)
+    if fmt == "inspect":
+        from evaluator.formats.inspect_log import read as read_inspect_log
+
+        return read_inspect_log(path, doc)
+    raise ValueError(f"not a peer format: {fmt!r}")

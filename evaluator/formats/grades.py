@@ -1,0 +1,68 @@
+"""Peers' pass/fail grades as recorded verdicts of our checks, where they mean the same thing.
+
+A grade maps when its name is one of our checks, or a known grader of the same question
+(promptfoo's `context-faithfulness` is our `no_hallucination`; Inspect's `match` and
+`model_graded_fact`, our `answers_question`). Several grades of one check combine: the check
+fails when any of them fails. Grades that map to nothing stay in the response's metadata.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evaluator.types import CHECK_NAMES
+
+GRADER_CHECKS = {
+    # promptfoo assertion types
+    "context-faithfulness": "no_hallucination",
+    "context-relevance": "retrieval_check",
+    "context-recall": "retrieval_check",
+    "answer-relevance": "answers_question",
+    "factuality": "answers_question",
+    "model-graded-closedqa": "answers_question",
+    # Inspect scorers
+    "match": "answers_question",
+    "includes": "answers_question",
+    "exact": "answers_question",
+    "model_graded_fact": "answers_question",
+    "model_graded_qa": "answers_question",
+    "answer": "answers_question",
+    # both, by what they measure
+    "faithfulness": "no_hallucination",
+    "groundedness": "no_hallucination",
+    "context_relevance": "retrieval_check",
+}
+
+
+def check_for(*names: str | None) -> str | None:
+    """The check a grade records, from its names (metric name first, then grader type)."""
+    for name in names:
+        if not name:
+            continue
+        if name in CHECK_NAMES:
+            return name
+        if name in GRADER_CHECKS:
+            return GRADER_CHECKS[name]
+    return None
+
+
+# Inspect's score letters: Correct, Incorrect, Partial, No answer.
+INSPECT_LETTERS = {"C": "PASS", "I": "FAIL", "P": "FAIL", "N": "N/A"}
+
+
+def verdict_of(value: Any) -> str | None:
+    """PASS / FAIL / N/A for a pass-fail grade; None for a value that is not one (a score)."""
+    if isinstance(value, bool):
+        return "PASS" if value else "FAIL"
+    if isinstance(value, int | float):
+        return "PASS" if value == 1 else "FAIL" if value == 0 else None
+    if isinstance(value, str):
+        return INSPECT_LETTERS.get(value.strip().upper())
+    return None
+
+
+def combine(verdicts: dict[str, str], check: str, verdict: str) -> None:
+    """Add one grade's verdict to a response's recorded checks: any FAIL fails the check."""
+    previous = verdicts.get(check)
+    if previous is None or previous == "N/A" or verdict == "FAIL":
+        verdicts[check] = verdict

@@ -1,0 +1,185 @@
+"""promptfoo eval output (`promptfoo eval -o results.json`), version 3 and later.
+
+`{evalId, results: {version, timestamp, prompts, results: [EvaluateResult], stats}, config}`;
+each EvaluateResult has `testIdx`, `promptIdx`, `vars` (or `testCase.vars`), `provider: {id,
+label}`, `prompt: {raw, label}`, `response: {output}`, `success`, `score`, `error` and
+`gradingResult: {pass, score, reason, componentResults: [{pass, score, reason, assertion:
+{type, value, metric}}]}`.
+
+Mapping: question = the var naming the question (else the rendered prompt), question_id =
+the `question_id`/`id` var (else the test's index), provider = the provider's label (else its
+id; with several prompts, the prompt's label is added), model = the provider's id, retrieved
+and gold answers = the vars naming context and expected output. Grades become recorded checks
+where they map (evaluator.formats.grades); all of them stay in metadata (`promptfoo`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evaluator.formats import grades
+from evaluator.formats.peer import (
+    CONTEXT_KEYS,
+    EXPECTED_KEYS,
+    QUESTION_KEYS,
+    PeerRun,
+    Where,
+    first_key,
+    gold_answers,
+    require_object,
+    retrieved_texts,
+)
+from evaluator.readers import Record, type_name
+
+
+def looks_like(doc: Any) -> bool:
+    """By its keys only: a file of this shape with a wrong value gets that value's message."""
+    if not isinstance(doc, dict) or "results" not in doc:
+        return False
+    results = doc["results"]
+    return "evalId" in doc or (isinstance(results, dict) and "results" in results)
+
+
+def read(path: Path, doc: Any) -> PeerRun:
+    doc = require_object(path, doc, "a promptfoo results file")
+    top = Where(path, None, "")
+    summary = top.mapping(doc, "results")
+    rows = Where(path, None, "results").items(summary, "results")
+    if not rows:
+        raise top.error("results.results", "no results: nothing to ingest")
+    several_prompts = len({row.get("promptIdx") for row in rows if isinstance(row, dict)}) > 1
+    run = PeerRun(records=[])
+    for index, row in enumerate(rows):
+        where = Where(path, index + 1, f"results.results[{index}]")
+        if not isinstance(row, dict):
+            raise where.error(None, f"expected an object, got {type_name(row)}")
+        run.records.append((index + 1, _record(where, row, several_prompts)))
+    return run
+
+
+def _record(where: Where, row: dict[str, Any], several_prompts: bool) -> Record:
+    test_case = where.mapping(row, "testCase", required=False)
+    variables = row.get("vars", test_case.get("vars"))
+    if variables is None:
+        variables = {}
+    if not isinstance(variables, dict):
+        raise where.error("vars", f"expected an object, got {type_name(variables)}")
+    provider_id, provider = _provider(where, row)
+    if several_prompts:
+        prompt = row["prompt"] if isinstance(row.get("prompt"), dict) else {}
+        provider = f"{provider} [{prompt.get('label') or 'prompt ' + str(row.get('promptIdx'))}]"
+    record: Record = {
+        "question_id": _question_id(where, row, variables),
+        "question": _question(where, row, variables),
+        "provider": provider,
+        "model": provider_id,
+        "answer": _answer(where, row),
+    }
+    context_key = first_key(variables, CONTEXT_KEYS)
+    if context_key is not None:
+        record["retrieved"] = retrieved_texts(where, f"vars.{context_key}", variables[context_key])
+    expected_key = first_key(variables, EXPECTED_KEYS)
+    if expected_key is not None:
+        record["gold_answers"] = gold_answers(where, f"vars.{expected_key}", variables[expected_key])
+    recorded, kept = _grades(where, row)
+    if recorded:
+        record["recorded_checks"] = recorded
+    record["promptfoo"] = {key: value for key, value in (
+        ("success", row.get("success")), ("score", row.get("score")), ("latencyMs", row.get("latencyMs")),
+        ("error", row.get("error")), ("grades", kept or None),
+        ("namedScores", row.get("namedScores") or None)) if value is not None}
+    return record
+
+
+def _provider(where: Where, row: dict[str, Any]) -> tuple[str, str]:
+    provider = row.get("provider")
+    if isinstance(provider, str) and provider.strip():
+        return provider, provider
+    if not isinstance(provider, dict):
+        raise where.error("provider", "missing required field" if provider is None else
+                          f"expected an object {{id, label}}, got {type_name(provider)}")
+    provider_id = where.string(provider, "id") if "id" in provider or "label" not in provider else None
+    label = provider.get("label")
+    if label is not None and not isinstance(label, str):
+        raise where.error("provider.label", f"expected a string, got {type_name(label)}")
+    name = label if label and label.strip() else provider_id
+    assert name is not None
+    return provider_id or name, name
+
+
+def _question_id(where: Where, row: dict[str, Any], variables: dict[str, Any]) -> str:
+    key = first_key(variables, ("question_id", "id"))
+    if key is not None:
+        value = variables[key]
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise where.error(f"vars.{key}", f"expected a string, got {type_name(value)}")
+        return str(value)
+    test_index = row.get("testIdx")
+    if isinstance(test_index, bool) or not isinstance(test_index, int):
+        raise where.error("testIdx", "missing required field (or a 'question_id' var)" if test_index is None
+                          else f"expected a number, got {type_name(test_index)}")
+    return f"test-{test_index}"
+
+
+def _question(where: Where, row: dict[str, Any], variables: dict[str, Any]) -> str:
+    key = first_key(variables, QUESTION_KEYS)
+    if key is not None:
+        value = variables[key]
+        if not isinstance(value, str):
+            raise where.error(f"vars.{key}", f"expected a string, got {type_name(value)}")
+        return value
+    prompt = row.get("prompt")
+    if isinstance(prompt, dict) and isinstance(prompt.get("raw"), str) and prompt["raw"].strip():
+        return str(prompt["raw"])
+    raise where.error("vars", f"no question: no var named {', '.join(QUESTION_KEYS)} and no prompt.raw")
+
+
+def _answer(where: Where, row: dict[str, Any]) -> str:
+    response = row.get("response")
+    if response is None:
+        if row.get("error"):
+            return ""  # the provider failed: an empty answer, the error kept in metadata
+        raise where.error("response", "missing required field")
+    if not isinstance(response, dict):
+        raise where.error("response", f"expected an object {{output}}, got {type_name(response)}")
+    output = response.get("output")
+    if output is None:
+        if response.get("error") or row.get("error"):
+            return ""
+        raise where.error("response.output", "missing required field")
+    if isinstance(output, str):
+        return output
+    return orjson.dumps(output).decode()  # structured output (JSON mode, tool calls): its JSON text
+
+
+def _grades(where: Where, row: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    grading = row.get("gradingResult")
+    if grading is None:
+        return {}, []
+    if not isinstance(grading, dict):
+        raise where.error("gradingResult", f"expected an object, got {type_name(grading)}")
+    components = grading.get("componentResults") or []
+    if not isinstance(components, list):
+        raise where.error("gradingResult.componentResults", f"expected a list, got {type_name(components)}")
+    recorded: dict[str, str] = {}
+    kept = []
+    for index, component in enumerate(components):
+        if not isinstance(component, dict):
+            raise where.error(f"gradingResult.componentResults[{index}]",
+                              f"expected an object, got {type_name(component)}")
+        assertion = component["assertion"] if isinstance(component.get("assertion"), dict) else {}
+        passed = component.get("pass")
+        if not isinstance(passed, bool):
+            raise where.error(f"gradingResult.componentResults[{index}].pass",
+                              f"expected true or false, got {passed!r}")
+        kind, metric = assertion.get("type"), assertion.get("metric")
+        check = grades.check_for(metric if isinstance(metric, str) else None, kind if isinstance(kind, str) else None)
+        if check is not None:
+            grades.combine(recorded, check, "PASS" if passed else "FAIL")
+        kept.append({key: value for key, value in (
+            ("type", kind), ("metric", metric), ("pass", passed), ("score", component.get("score")),
+            ("reason", component.get("reason")), ("check", check)) if value is not None})
+    return recorded, kept

@@ -1,0 +1,35 @@
+"""In a real browser: an InspectorRAGet run opens in Triage and in Review."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+from playwright.sync_api import expect
+
+CLAPNQ = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspectorraget_clapnq.json"
+
+
+@pytest.fixture
+def with_clapnq_run(sample_store: Path, cli) -> Path:  # type: ignore[no-untyped-def]
+    """Adds run `clapnq` (the InspectorRAGet file) before the server starts."""
+    cli("ingest", str(CLAPNQ), "--name", "clapnq", db=sample_store, check=True)
+    cli("recompute", "--run", "clapnq", "--ruleset", "t3_aware", db=sample_store, check=True)
+    return sample_store
+
+
+def test_an_inspectorraget_run_opens_in_triage_and_review(with_clapnq_run, streamlit_server, page):
+    with duckdb.connect(str(with_clapnq_run), read_only=True) as con:
+        [(rid,)] = con.execute("""SELECT r.response_id FROM responses r JOIN runs USING (run_id)
+                                  WHERE runs.name = 'clapnq' AND r.question_id = 'ClapNQ::103'
+                                    AND r.provider = 'llama'""").fetchall()
+
+    page.goto(f"{streamlit_server}/triage?run=clapnq")
+    expect(page.locator("div.answer").first).to_be_visible(timeout=30_000)
+    expect(page.locator("div.question", has_text="what cells produce insulin").first).to_be_visible()
+
+    page.goto(f"{streamlit_server}/review?response={rid}")
+    expect(page.get_by_text("ClapNQ::103 · llama").first).to_be_visible(timeout=30_000)
+    expect(page.get_by_text("Insulin comes from the liver.").first).to_be_visible()
+    expect(page.get_by_text("doc-insulin").first).to_be_visible()  # the context, resolved by its document_id
