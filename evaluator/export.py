@@ -18,6 +18,7 @@ from evaluator.types import CHECK_NAMES
 EXPORT_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 BATCH = 10_000
 
+# metrics: the per-response metric values the run file carried (responses.metadata.metrics).
 # refused / refused_by: the refusal decision of the run's latest `metrics` computation (the
 # judge's, or a reviewer's with --with-overrides); NULL before metrics has run for the run.
 ROWS_SQL = """
@@ -34,7 +35,7 @@ SELECT r.response_id, r.question_id, r.provider, r.template, q.expected_template
          AS checks,
        (SELECT list({'flag': f.flag, 'severity': f.severity, 'spans': f.spans})
           FROM flags f WHERE f.evaluation_id = $flags AND f.response_id = r.response_id) AS flags,
-       j.refused, j.refused_by
+       j.refused, j.refused_by, CAST(json_extract(r.metadata, '$.metrics') AS VARCHAR) AS metrics
 FROM response_results rr
 JOIN responses r ON r.response_id = rr.response_id
 JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
@@ -101,6 +102,8 @@ def _flat(con: duckdb.DuckDBPyConnection, record: dict[str, Any], rules: Any, ru
     ]
     out["refused"] = record["refused"]
     out["refused_by"] = record["refused_by"]
+    # the source tool's own per-response scores (e.g. InspectorRAGet's algorithmic metrics), as JSON text
+    out["metrics"] = record["metrics"]
     return out
 
 

@@ -38,3 +38,15 @@ def test_unscored_contexts_raise_no_false_no_context_warning(cli, db_path: Path)
     cli("ingest", str(CASES["inspectorraget"][0]), "--name", "irg", db=db_path, check=True)
     cli("recompute", "--run", "irg", "--ruleset", "t3_aware", db=db_path, check=True)
     assert value(db_path, "SELECT count(*) FROM flags WHERE flag = 'no_context_warning'") == 0
+
+
+def test_export_rows_carry_the_source_tools_per_response_metrics(cli, db_path: Path, tmp_path: Path) -> None:
+    cli("ingest", str(CASES["inspectorraget"][0]), "--name", "irg", db=db_path, check=True)
+    cli("recompute", "--run", "irg", "--ruleset", "t3_aware", db=db_path, check=True)
+    out = tmp_path / "export.jsonl"
+    cli("export", "--run", "irg", "--ruleset", "t3_aware", "--out", str(out), db=db_path, check=True)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    stored = value(db_path, "SELECT count(*) FROM responses WHERE json_extract(metadata, '$.metrics') IS NOT NULL")
+    assert stored > 0
+    with_metrics = [json.loads(row["metrics"]) for row in rows if row["metrics"]]
+    assert len(with_metrics) == stored and all(isinstance(m, dict) and m for m in with_metrics)
