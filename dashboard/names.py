@@ -4,12 +4,12 @@ A run may have 100k providers, or names of 10 kB. Pages therefore draw the top T
 providers (most responses first) in a chart, summarise the rest in one line ("and N more"),
 page tables in SQL, offer a provider filter as the top names plus "type to filter", and show
 long names shortened (the full text stays in the table cell or the tooltip). Text shown here
-is untrusted: Markdown goes through highlight.inline, chart labels through chart_labels.
+is untrusted: Markdown goes through highlight.inline, chart labels through chart_labels
+and dashboard.charts (which escapes them for Plotly).
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -43,8 +43,9 @@ def rest_label(n: int, noun: str = "provider") -> str:
 def chart_labels(names: Iterable[str | None], rest: int = 0, noun: str = "provider") -> dict[str | None, str]:
     """Distinct short labels for a chart: name -> label, None -> the rest's label (when rest > 0).
 
-    Plotly reads a few HTML tags in labels (<b>, <a href>, <br>), so labels are HTML-escaped
-    (Plotly shows the entities as the characters); two names cut to the same text get a number."""
+    Labels are raw text: Plotly reads a few HTML tags in labels (<b>, <a href>, <br>), so they
+    enter a chart only through dashboard.charts, which escapes them. Two names cut to the same
+    text get a number."""
     out: dict[str | None, str] = {}
     used: set[str] = set()
     wanted: list[tuple[str | None, str]] = [(n, short(n)) for n in names if n is not None]
@@ -56,7 +57,7 @@ def chart_labels(names: Iterable[str | None], rest: int = 0, noun: str = "provid
             k += 1
             candidate = f"{label} ({k})"
         used.add(candidate)
-        out[name] = html.escape(candidate, quote=False)
+        out[name] = candidate
     return out
 
 

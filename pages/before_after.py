@@ -3,11 +3,10 @@
 import math
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
-from dashboard import names
-from dashboard.common import TEMPLATE_LABELS, code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard import charts, fmt, names
+from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
 from dashboard.shell import served_by_app
 from evaluator.queries import before_after as q
 
@@ -16,10 +15,12 @@ served_by_app()
 PAGE_SIZE = 25
 ALL = "(all)"
 PROVIDER_PAGE = "providers_page"
+EXPLAINED = 50  # responses listed where the recorded verdicts and the legacy recompute disagree
 
 
-def pct(value: float) -> str:
-    return f"{value:.1%}"
+def review_link(response_id: int, evaluation_id: int) -> str:
+    """The Review page of one response under one evaluation (a LinkColumn cell)."""
+    return f"/review?response={int(response_id)}&evaluation={int(evaluation_id)}"
 
 
 def change(value: float, *, lower_is_better: bool = False) -> dict:
@@ -50,6 +51,12 @@ with store() as con:
     assert eval_a is not None and eval_b is not None
     ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
     timing = q.durations(con, ida, idb)
+    # A = legacy tells a different story than the run file's recorded verdicts where they disagree: say why.
+    recorded = q.latest_evaluation(con, run, "recorded") if "legacy" in (name_a, name_b) else None
+    legacy = eval_a if name_a == "legacy" else eval_b
+    n_disagree, disagree = (q.recorded_differences(con, recorded["evaluation_id"], legacy["evaluation_id"],
+                                                   limit=EXPLAINED)
+                            if recorded is not None and "recorded" not in (name_a, name_b) else (0, []))
     with q.BeforeAfter(con, ida, idb, with_overrides=with_overrides) as ba:
         # One ranked page of providers (most responses first) for the chart and the table; the others
         # are summed into one "… and N more" row, so 100k providers cost what 20 do.
@@ -63,7 +70,7 @@ with store() as con:
             "Flipped: provider", "flip_provider", lambda text, limit: ba.providers(limit=limit, contains=text or None),
             ba.has_provider, any_value=ALL, any_label=ALL, container=st.sidebar)
         flip_template = select_in_url("Flipped: template", "flip_template", [ALL, *templates],
-                                      container=st.sidebar)
+                                      container=st.sidebar, format_func=lambda t: t if t == ALL else fmt.template(t))
         flip_filter = {"provider": None if flip_provider == ALL else flip_provider,
                        "template": None if flip_template == ALL else flip_template}
         total_flips = ba.flip_count()
@@ -88,7 +95,7 @@ st.markdown(f"Run **{md(run)}** — A = {describe(eval_a)} → B = {describe(eva
 # --- the loud part: verdicts outside T3 must not change --------------------------------------
 if outside:
     total = outside_flips
-    where = ", ".join(f"{md(TEMPLATE_LABELS.get(r['template'], r['template']))}/{md(names.short(r['provider']))}: "
+    where = ", ".join(f"{md(fmt.template(r['template']))}/{md(names.short(r['provider']))}: "
                       f"{r['flipped']}" for r in outside)
     if outside_groups > len(outside):
         where += f", {names.rest_label(outside_groups - len(outside), 'group')}"
@@ -98,44 +105,75 @@ if outside:
 else:
     st.success(f"No T1/T2 verdict changed between {md(name_a)} and {md(name_b)}.", icon=":material/check_circle:")
 
+# --- the legacy recompute against the run file's recorded verdicts -----------------------------------
+if disagree:
+    st.subheader("Recorded verdicts vs the legacy recompute")
+    by_template: dict[str, list[dict]] = {}
+    for row in disagree:
+        by_template.setdefault(row["template"], []).append(row)
+    for template, rows_t in by_template.items():
+        for (was, now), group in pd.DataFrame(rows_t).groupby(["recorded", "recomputed"], sort=False):
+            questions = ", ".join(md(names.short(x, 30)) for x in dict.fromkeys(group["question_id"]))
+            reasons = "; ".join(f"{md(r)}" for r in dict.fromkeys(group["because"]))
+            verb = {"PASS": "pass", "FAIL": "fail"}
+            st.info(f"**{md(fmt.template(template))}**: the recorded verdicts {verb.get(was, md(was))} "
+                    f"{len(group)} response(s) (question {questions}) that the legacy recompute "
+                    f"{verb.get(now, md(now))}s, because {reasons}.", icon=":material/help:")
+    disagree_df = pd.DataFrame(disagree)
+    disagree_df["template"] = disagree_df["template"].map(fmt.template)
+    disagree_df["review"] = disagree_df["response_id"].map(lambda rid: review_link(rid, legacy["evaluation_id"]))
+    st.dataframe(fmt.no_none(disagree_df[["review", "question_id", "provider", "template", "recorded", "recomputed",
+                                          "because"]]),
+                 hide_index=True,
+                 column_config={"review": st.column_config.LinkColumn("open", display_text="Review ↗",
+                                                                      help="This response in Review, under legacy"),
+                                "recomputed": st.column_config.TextColumn("legacy"),
+                                "because": st.column_config.TextColumn("checks that differ (legacy's reason)",
+                                                                       width="large")}, placeholder=fmt.MISSING)
+    if n_disagree > len(disagree):
+        st.caption(f"The first {len(disagree)} of {n_disagree:,} responses whose verdicts differ.")
+    st.caption("Recorded verdicts come from the evaluator that produced the run file; legacy re-runs the old "
+               "rules here. Where they disagree, the run file's story and the recompute's differ.")
+
 # --- headline figures per template, all providers --------------------------------------------
 totals = [r for r in rows if r["provider"] == ALL]
 st.subheader("Pass rate and false-failure rate, all providers")
 columns = st.columns(max(1, len(totals)))
 for column, r in zip(columns, totals, strict=False):
-    label = md(TEMPLATE_LABELS.get(r["template"], r["template"]))
-    column.metric(f"{label} pass rate ({r['n']} responses)", f"{pct(r['pass_rate_a'])} → {pct(r['pass_rate_b'])}",
+    label = md(fmt.template(r["template"]))
+    column.metric(f"{label} pass rate ({r['n']} responses)",
+                  f"{fmt.percent(r['pass_rate_a'])} → {fmt.percent(r['pass_rate_b'])}",
                   **change(r["delta"]), border=True)
-    column.metric(f"{label} false-failure rate", f"{pct(r['false_failure_rate_a'])} → {pct(r['false_failure_rate_b'])}",
+    column.metric(f"{label} false-failure rate",
+                  f"{fmt.percent(r['false_failure_rate_a'])} → {fmt.percent(r['false_failure_rate_b'])}",
                   **change(r["false_failure_rate_b"] - r["false_failure_rate_a"], lower_is_better=True), border=True)
 st.caption(q.FALSE_FAILURE_DEFINITION)
 
 # --- per provider x template, side by side ------------------------------------------------------
 st.subheader("Per template and provider")
 df = pd.DataFrame(rows)
-df["template"] = df["template"].replace(TEMPLATE_LABELS)
+df["template"] = df["template"].map(fmt.template)
 df["delta_pp"] = df["delta"] * 100
 per_provider = df[df["provider"] != ALL]
 labels = names.chart_labels(shown, n_providers - len(shown))
 per_provider = per_provider.assign(provider=per_provider["provider"].map(lambda v: labels.get(v, labels.get(None))))
+side_a, side_b = f"A: {names.short(name_a)}", f"B: {names.short(name_b)}"
 long = pd.concat([
-    per_provider.assign(evaluation=names.chart_labels([f"A: {name_a}"])[f"A: {name_a}"],
-                        pass_rate=per_provider["pass_rate_a"]),
-    per_provider.assign(evaluation=names.chart_labels([f"B: {name_b}"])[f"B: {name_b}"],
-                        pass_rate=per_provider["pass_rate_b"]),
+    per_provider.assign(evaluation=side_a, pass_rate=per_provider["pass_rate_a"]),
+    per_provider.assign(evaluation=side_b, pass_rate=per_provider["pass_rate_b"]),
 ])
-long["label"] = long["pass_rate"].map(lambda v: f"{v:.1%}")
+long["label"] = long["pass_rate"].map(fmt.percent)
 # A bar group per provider (the page's, and the rest), a panel per template: Plotly's cost grows with
 # the traces (2 x templates), not with the providers.
-fig = px.bar(long, x="provider", y="pass_rate", color="evaluation", barmode="group", facet_col="template",
-             text="label", range_y=[0, 1.12], labels={"pass_rate": "pass rate", "provider": ""},
-             category_orders={"provider": list(labels.values()), "template": ["T1", "T2", "T3", "no template"]},
-             color_discrete_sequence=["#9e9e9e", "#1565c0"])
+fig = charts.bar(long, x="provider", y="pass_rate", color="evaluation", barmode="group", facet_col="template",
+                 text="label", range_y=[0, 1.12], labels={"pass_rate": "pass rate", "provider": ""},
+                 category_orders={"provider": list(labels.values()),
+                                  "template": ["T1", "T2", "T3", fmt.NO_TEMPLATE], "evaluation": [side_a, side_b]},
+                 color_discrete_sequence=["#9e9e9e", "#1565c0"])
 fig.update_yaxes(tickformat=".0%")
 fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it
 fig.update_traces(textposition="outside", textfont_size=11, cliponaxis=False)
-fig.for_each_annotation(lambda a: a.update(text=a.text.replace("template=", "", 1)))
-fig.update_layout(height=360, margin={"t": 40, "b": 10}, legend_title_text="")
+charts.titled(fig, legend="", height=360, margin={"t": 40, "b": 10})
 st.plotly_chart(fig, key="before_after_chart")
 if n_providers > len(shown):
     st.caption(f"{n_providers:,} providers: the chart and the table show {len(shown)} of them (most responses "
@@ -143,19 +181,19 @@ if n_providers > len(shown):
                "page through them below the table.")
 df = pd.DataFrame(names.label_rows(df.to_dict("records"), n_providers - len(shown)))
 st.dataframe(
-    df[["provider", "template", "n", "pass_rate_a", "pass_rate_b", "delta_pp", "false_failure_rate_a",
-        "false_failure_rate_b", "fail_to_pass", "pass_to_fail"]],
+    fmt.shares(fmt.no_none(df[["provider", "template", "n", "pass_rate_a", "pass_rate_b", "delta_pp",
+                               "false_failure_rate_a", "false_failure_rate_b", "fail_to_pass", "pass_to_fail"]]),
+               ["pass_rate_a", "pass_rate_b", "false_failure_rate_a", "false_failure_rate_b"]),
     hide_index=True,
     column_config={
-        "pass_rate_a": st.column_config.NumberColumn(f"pass rate A ({name_a})", format="percent"),
-        "pass_rate_b": st.column_config.NumberColumn(f"pass rate B ({name_b})", format="percent"),
+        "pass_rate_a": fmt.percent_column(f"pass rate A ({name_a})"),
+        "pass_rate_b": fmt.percent_column(f"pass rate B ({name_b})"),
         "delta_pp": st.column_config.NumberColumn("Δ (pp)", format="%+.1f"),
-        "false_failure_rate_a": st.column_config.NumberColumn("false failures A", format="percent"),
-        "false_failure_rate_b": st.column_config.NumberColumn("false failures B", format="percent"),
+        "false_failure_rate_a": fmt.percent_column("false failures A"),
+        "false_failure_rate_b": fmt.percent_column("false failures B"),
         "fail_to_pass": st.column_config.NumberColumn("FAIL → PASS"),
         "pass_to_fail": st.column_config.NumberColumn("PASS → FAIL"),
-    },
-)
+    }, placeholder=fmt.MISSING)
 names.pager(PROVIDER_PAGE, n_providers)
 
 # --- check-level changes ------------------------------------------------------------------------
@@ -164,9 +202,9 @@ if total_flips > q.CHECK_CHANGES_UP_TO:
     st.caption(f"Counted over the first {q.CHECK_CHANGES_UP_TO:,} of the {total_flips:,} flipped responses.")
 if changes:
     changes_df = pd.DataFrame(changes)
-    changes_df["template"] = changes_df["template"].replace(TEMPLATE_LABELS)
+    changes_df["template"] = changes_df["template"].map(fmt.template)
     changes_df["change"] = changes_df["verdict_a"] + " → " + changes_df["verdict_b"]
-    st.dataframe(changes_df[["check", "template", "change", "responses"]], hide_index=True)
+    st.dataframe(changes_df[["check", "template", "change", "responses"]], hide_index=True, placeholder=fmt.MISSING)
 else:
     st.caption("No flipped response, or only reviewer overrides flipped them.")
 
@@ -176,16 +214,19 @@ st.caption("Responses whose overall verdict differs between A and B, with the ch
            "reviewer's comment. Filter by provider and template in the sidebar.")
 if flipped:
     flips_df = pd.DataFrame(flipped)
-    flips_df["template"] = flips_df["template"].replace(TEMPLATE_LABELS)
+    flips_df["template"] = flips_df["template"].map(fmt.template)
     flips_df["verdict"] = flips_df["verdict_a"] + " → " + flips_df["verdict_b"]
+    flips_df["review"] = flips_df["response_id"].map(lambda rid: review_link(rid, idb))
     st.dataframe(
-        flips_df[["question_id", "provider", "template", "verdict", "check_diff", "question", "comment", "reviewer"]],
+        fmt.no_none(flips_df[["review", "question_id", "provider", "template", "verdict", "check_diff", "question",
+                              "comment", "reviewer"]]),
         hide_index=True,
-        column_config={"check_diff": st.column_config.TextColumn("checks changed (A → B)", width="large"),
+        column_config={"review": st.column_config.LinkColumn("open", display_text="Review ↗",
+                                                             help="This response in Review, under B"),
+                       "check_diff": st.column_config.TextColumn("checks changed (A → B)", width="large"),
                        "question": st.column_config.TextColumn(width="medium"),
                        "comment": st.column_config.TextColumn("reviewer comment", width="large"),
-                       "reviewer": st.column_config.TextColumn("reviewer overrides")},
-    )
+                       "reviewer": st.column_config.TextColumn("reviewer overrides")}, placeholder=fmt.MISSING)
     if pages > 1:
         st.pagination(pages, key="flip_page")
         st.caption(f"Page {page_no} of {pages}, {PAGE_SIZE} per page.")

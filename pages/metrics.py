@@ -2,10 +2,9 @@
 
 
 import pandas as pd
-import plotly.express as px
 import streamlit as st
 
-from dashboard import names
+from dashboard import charts, fmt, names
 from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
 from evaluator.queries import metrics as q
@@ -49,20 +48,21 @@ if everything:
     run_labels = names.chart_labels(table["run"].unique())
     long = (table.assign(provider=table["provider"].map(labels), run=table["run"].map(run_labels))
             .melt(id_vars=["run", "provider"], value_vars=["F1GR", "F1AC"], var_name="metric", value_name="value"))
+    long["label"] = long["value"].map(lambda v: fmt.MISSING if pd.isna(v) else f"{v:.3f}")
     # A bar group per provider (at most TOP_N), a colour per run: Plotly's cost grows with the runs.
-    fig = px.bar(long, x="provider", y="value", color="run", barmode="group", facet_col="metric",
-                 text=long["value"].map(lambda v: "—" if pd.isna(v) else f"{v:.3f}"), range_y=[0, 1.1],
-                 labels={"provider": "", "value": ""}, category_orders={"provider": list(labels.values())})
+    fig = charts.bar(long, x="provider", y="value", color="run", barmode="group", facet_col="metric",
+                     text="label", range_y=[0, 1.1], labels={"provider": "", "value": ""},
+                     category_orders={"provider": list(labels.values()), "run": list(run_labels.values())})
     fig.update_traces(textposition="outside", cliponaxis=False)
-    fig.for_each_annotation(lambda a: a.update(text=a.text.replace("metric=", "", 1)))
-    fig.update_layout(height=340, margin={"t": 40, "b": 10})
+    charts.titled(fig, height=340, margin={"t": 40, "b": 10})
     st.plotly_chart(fig, key="metrics_all_chart")
     if n_all > len(all_shown):
         st.caption(f"{len(all_shown)} of {n_all:,} providers (most responses first); "
                    f"{names.rest_label(n_all - len(all_shown))} — page through them below the table. "
                    "Scores do not add up, so the others have no bar of their own.")
-    st.dataframe(table, hide_index=True, column_config={
-        "F1GR": st.column_config.NumberColumn(format="%.4f"), "F1AC": st.column_config.NumberColumn(format="%.4f")})
+    st.dataframe(fmt.no_none(table), hide_index=True, column_config={
+        "F1GR": st.column_config.NumberColumn(format="%.4f"), "F1AC": st.column_config.NumberColumn(format="%.4f")},
+        placeholder=fmt.MISSING)
     names.pager("all_providers_page", n_all)
 
 st.subheader(md(run))
@@ -103,12 +103,10 @@ left, right = st.columns([3, 2])
 left.dataframe(
     pd.DataFrame({r["provider"]: [r["components"].get(key) for key in scores] for r in mine},
                  index=list(scores.values()), dtype="float"),
-    column_config={r["provider"]: st.column_config.NumberColumn(format="%.4f") for r in mine},
-)
+    column_config={r["provider"]: st.column_config.NumberColumn(format="%.4f") for r in mine}, placeholder=fmt.MISSING)
 right.dataframe(
     pd.DataFrame({r["provider"]: [r["components"].get(key) for key in counts] for r in mine},
-                 index=list(counts.values()), dtype="Int64"),
-)
+                 index=list(counts.values()), dtype="Int64"), placeholder=fmt.MISSING)
 st.caption("P/R/F1 refused: precision and recall of refusing, against the unanswerable questions; answered: of "
            "answering, against the answerable ones. P_AC = Σ AC / answered, R_AC = Σ AC / answerable. "
            "A zero denominator gives 0.")
@@ -123,16 +121,16 @@ else:
     for i, (column, m) in enumerate(zip(columns, charted, strict=True)):
         grid = [[m["refused_answerable"], m["refused_unanswerable"]],
                 [m["answered_answerable"], m["answered_unanswerable"]]]
-        fig = px.imshow(grid, x=["answerable", "unanswerable"], y=["refused", "answered"], text_auto=True,
-                        color_continuous_scale="Blues", aspect="auto", title=titles[m["provider"]],
-                        labels={"x": "the question is", "y": "the response", "color": "responses"})
+        fig = charts.heatmap(grid, x=["answerable", "unanswerable"], y=["refused", "answered"], text_auto=True,
+                             color_continuous_scale="Blues", aspect="auto", title=titles[m["provider"]],
+                             labels={"x": "the question is", "y": "the response", "color": "responses"})
         fig.update_layout(height=260, margin={"t": 40, "b": 10, "l": 10, "r": 10}, coloraxis_showscale=False)
         fig.update_traces(textfont_size=18)
         column.plotly_chart(fig, key=f"confusion_{i}")
     if len(matrices) > len(charted) or n_mine > len(matrices):
         st.caption(f"Charts for {len(charted)} of the run's {n_mine:,} providers; the table lists "
                    f"{len(matrices)} at a time.")
-    st.dataframe(pd.DataFrame(matrices), hide_index=True, column_order=[
+    st.dataframe(fmt.no_none(pd.DataFrame(matrices)), hide_index=True, column_order=[
         "provider", "refused_unanswerable", "answered_answerable", "refused_answerable", "answered_unanswerable",
         "reviewer_decisions", "source",
     ], column_config={
@@ -142,7 +140,7 @@ else:
         "answered_unanswerable": st.column_config.NumberColumn("answered, unanswerable ✗"),
         "reviewer_decisions": st.column_config.NumberColumn("by a reviewer"),
         "source": st.column_config.TextColumn("counted from"),
-    })
+    }, placeholder=fmt.MISSING)
     st.caption("✓ = the right call (refuse what cannot be answered, answer what can); ✗ = a wrong refusal or a "
                "missed one.")
 names.pager("run_providers_page", n_mine)

@@ -34,7 +34,7 @@ from evaluator.store import quote_ident
 
 __all__ = [
     "CHECK_CHANGES_UP_TO", "FALSE_FAILURE_DEFINITION", "RULESET_ORDER", "SLOWER_LIMIT", "BeforeAfter", "durations",
-    "evaluation_info", "flip_count", "latest_evaluation", "non_t3_changes", "rulesets",
+    "evaluation_info", "flip_count", "latest_evaluation", "non_t3_changes", "recorded_differences", "rulesets",
 ]
 
 FALSE_FAILURE_DEFINITION = (
@@ -247,6 +247,48 @@ class BeforeAfter:
             ORDER BY pg.template, pg.question_id, pg.provider""",
             [*params, limit, offset, self.b, self.a],
         )
+
+
+def recorded_differences(con: duckdb.DuckDBPyConnection, recorded: int, recomputed: int, *,
+                         limit: int = 50) -> tuple[int, list[dict[str, Any]]]:
+    """Responses whose overall verdict differs between the run file's recorded verdicts and a recompute
+    of the run (e.g. legacy): (how many, the first `limit` by template, question, provider).
+
+    Each row: response_id, question_id, provider, template (the recompute's group), recorded, recomputed
+    (overall verdicts) and because: the checks whose verdicts differ, with the recompute's reason
+    ('cites_shlokas PASS → FAIL: no inline shloka citation'), so the page can say why."""
+    cursor = con.execute(
+        f"""WITH differ AS (
+                SELECT b.response_id, b.template_group AS template, a.overall AS recorded, b.overall AS recomputed,
+                       count(*) OVER () AS total
+                FROM response_results a
+                JOIN response_results b ON b.evaluation_id = $recomputed AND b.response_id = a.response_id
+                WHERE a.evaluation_id = $recorded AND a.overall <> b.overall),
+            page AS (
+                SELECT d.*, r.question_id, r.provider FROM differ d JOIN responses r USING (response_id)
+                ORDER BY d.template, r.question_id, r.provider LIMIT $limit),
+            why AS (
+                SELECT cb.response_id,
+                       string_agg(cb.check_name || ' ' || ca.verdict || ' → ' || cb.verdict
+                                  || coalesce(': ' || nullif(cb.reason, ''), ''), '; '
+                                  ORDER BY list_position({CHECK_LIST_SQL}, cb.check_name)) AS because
+                FROM check_results cb
+                JOIN check_results ca ON ca.evaluation_id = $recorded AND ca.response_id = cb.response_id
+                                     AND ca.check_name = cb.check_name
+                WHERE cb.evaluation_id = $recomputed AND cb.response_id IN (SELECT response_id FROM page)
+                  AND ca.verdict <> cb.verdict
+                GROUP BY cb.response_id)
+            SELECT p.response_id, p.question_id, p.provider, p.template, p.recorded, p.recomputed,
+                   coalesce(w.because, 'no check verdict differs: the overall verdicts were recorded as they are')
+                       AS because, p.total
+            FROM page p LEFT JOIN why w USING (response_id)
+            ORDER BY p.template, p.question_id, p.provider""",
+        {"recorded": int(recorded), "recomputed": int(recomputed), "limit": int(limit)},
+    )
+    keys = [d[0] for d in cursor.description or ()]
+    rows = [dict(zip(keys, row, strict=True)) for row in cursor.fetchall()]
+    total = int(rows[0]["total"]) if rows else 0
+    return total, [{k: v for k, v in row.items() if k != "total"} for row in rows]
 
 
 def non_t3_changes(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -32,7 +32,8 @@ from evaluator.store import quote_ident
 
 __all__ = [
     "ALL", "FLIP_KINDS", "RunComparison", "common_rulesets", "default_against", "evaluation_info", "flip_summary",
-    "latest_evaluation", "pairing", "pass_rates", "provider_ranking", "rulesets", "run_names",
+    "latest_evaluation", "pairing", "pass_rates", "provider_ranking", "rulesets", "run_names", "shared_questions",
+    "answers",
 ]
 
 ALL = "(all)"
@@ -49,6 +50,23 @@ def default_against(con: duckdb.DuckDBPyConnection, run_name: str) -> str | None
         [run_name, run_name],
     ).fetchall()
     return rows[0][0] if rows else None
+
+
+def shared_questions(con: duckdb.DuckDBPyConnection, run_a: str, run_b: str) -> int:
+    """How many question ids the two runs have in common."""
+    return int(con.execute(
+        """SELECT count(*) FROM questions qa JOIN questions qb USING (question_id)
+           WHERE qa.run_id = (SELECT run_id FROM runs WHERE name = $a)
+             AND qb.run_id = (SELECT run_id FROM runs WHERE name = $b)""",
+        {"a": run_a, "b": run_b},
+    ).fetchall()[0][0])
+
+
+def answers(con: duckdb.DuckDBPyConnection, response_ids: list[int]) -> dict[int, str]:
+    """response id -> answer, for the few responses a page compares side by side."""
+    rows = con.execute("SELECT response_id, answer FROM responses WHERE response_id IN (SELECT unnest($ids))",
+                       {"ids": [int(i) for i in response_ids]}).fetchall()
+    return {int(rid): answer for rid, answer in rows}
 
 
 def _pairs_cte(with_overrides: bool) -> str:

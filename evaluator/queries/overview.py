@@ -282,15 +282,18 @@ def latest_evaluations(con: duckdb.DuckDBPyConnection, ruleset: str) -> dict[int
 
 def pass_rates_by_run(
     con: duckdb.DuckDBPyConnection, ruleset: str, *, with_overrides: bool = False,
-    providers: Sequence[str] | None = None, rest: bool = False,
+    providers: Sequence[str] | None = None, rest: bool = False, runs: Sequence[str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Pass rates per run x provider x template, each run under its newest evaluation of `ruleset`.
 
     Returns the rows (run, evaluation_id, provider, template, n, passed, pass_rate, ci_low, ci_high)
     and the names of the runs that have no evaluation under that rule set. `providers` and `rest`
-    as in pass_rate_counts (the rest's rows have provider None and come last in each run).
+    as in pass_rate_counts (the rest's rows have provider None and come last in each run); `runs`
+    limits both to these runs (in the store's order).
     """
     run_of = latest_evaluations(con, ruleset)
+    if runs is not None:
+        run_of = {eid: name for eid, name in run_of.items() if name in set(runs)}
     rows = [
         with_wilson({"run": run_of[row["evaluation_id"]], **row, "pass_rate": row["passed"] / row["n"]})
         for row in pass_rate_counts(con, list(run_of), with_overrides=with_overrides, providers=providers, rest=rest)
@@ -299,7 +302,8 @@ def pass_rates_by_run(
     rank = {name: i for i, name in enumerate(providers or ())}
     rows.sort(key=lambda r: (order[r["evaluation_id"]], r["provider"] is None,
                              rank.get(r["provider"], 0) if providers is not None else r["provider"], r["template"]))
-    missing = [name for name in run_names(con) if name not in run_of.values()]
+    missing = [name for name in run_names(con)
+               if name not in run_of.values() and (runs is None or name in set(runs))]
     return rows, missing
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -143,3 +144,53 @@ def test_untrusted_comments_are_data_not_markup(open_page, sample_store):
     assert (flips["comment"] == "<img src=x onerror=alert(1)> **bold**").sum() == 2
     rendered = [m.value for m in at.markdown] + [c.value for c in at.caption]
     assert not any("onerror" in text for text in rendered)
+
+
+def response_ids(db, run: str) -> dict[tuple[str, str], int]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("""SELECT question_id, provider, response_id FROM responses
+                              WHERE run_id = (SELECT run_id FROM runs WHERE name = ?)""", [run]).fetchall()
+    return {(q, p): rid for q, p, rid in rows}
+
+
+def evaluation_id(db, run: str, ruleset: str) -> int:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("""SELECT max(e.evaluation_id) FROM evaluations e JOIN runs r USING (run_id)
+                              WHERE r.name = ? AND e.ruleset = ?""", [run, ruleset]).fetchall()[0][0]
+
+
+def test_every_flip_links_to_its_response_in_review(open_page, sample_store):
+    flips = frame_with(open_page(), "question_id", "check_diff", "review")
+    ids, after = response_ids(sample_store, "ramayana"), evaluation_id(sample_store, "ramayana", "t3_aware")
+    expected = [f"/review?response={ids[q, p]}&evaluation={after}"
+                for q, p in zip(flips["question_id"], flips["provider"], strict=True)]
+    assert list(flips["review"]) == expected
+
+
+def test_legacy_as_a_says_why_the_recorded_verdicts_differ(open_page, sample_store):
+    at = open_page(a="legacy")
+    (told,) = [i.value for i in at.info if "legacy recompute" in i.value]
+    # question 7 of the story (q39): recorded PASS, legacy FAIL — and why, from the legacy check reasons
+    assert told.startswith("**T3**: the recorded verdicts pass 2 response(s) (question q39)")
+    assert "cites_shlokas PASS → FAIL: no inline shloka citation" in told
+    table = frame_with(at, "recorded", "recomputed", "because")
+    ids, legacy = response_ids(sample_store, "ramayana"), evaluation_id(sample_store, "ramayana", "legacy")
+    assert sorted(table["review"]) == sorted(f"/review?response={ids['q39', p]}&evaluation={legacy}"
+                                             for p in ("openai", "claude"))
+
+
+def test_recorded_as_a_needs_no_legacy_explanation(open_page):
+    at = open_page()
+    assert not [i for i in at.info if "legacy recompute" in i.value]
+
+
+def test_pass_rates_show_one_decimal_and_no_cell_shows_none(open_page):
+    at = open_page()
+    table = next(df for df in at.dataframe if "pass_rate_a" in df.value.columns)
+    columns = json.loads(table.proto.columns)
+    for column in ("pass_rate_a", "pass_rate_b", "false_failure_rate_a", "false_failure_rate_b"):
+        assert columns[column]["type_config"]["format"] == "percent"
+        assert columns[column]["type_config"]["step"] == 0.001  # one decimal, like fmt.percent
+    flips = frame_with(at, "question_id", "reviewer")
+    assert (flips["reviewer"] == "—").all()  # no reviewer override: a dash, not None
+    assert all(df.proto.placeholder == "—" for df in at.dataframe)

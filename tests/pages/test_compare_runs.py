@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -66,7 +67,9 @@ def expected(sample_store):
 
 def test_defaults_compare_ramayana_with_its_v2_under_t3_aware(open_page):
     at = open_page()
-    assert at.query_params == {"run": "ramayana", "against": "ramayana_v2", "ruleset": "t3_aware"}
+    params = dict(at.query_params)
+    assert params.pop("flip").isdigit()  # the flip whose answers are shown side by side
+    assert params == {"run": "ramayana", "against": "ramayana_v2", "ruleset": "t3_aware"}
 
 
 def test_mcnemar_on_the_paired_flips(open_page, expected):
@@ -97,8 +100,8 @@ def test_pass_rate_deltas_with_wilson_intervals(open_page, expected):
                 return sum(v[0] == "PASS" for v in cells) / len(cells)
 
             row = table[(table["provider"] == provider) & (table["template"] == template)].iloc[0]
-            assert row["pass A"] == pytest.approx(share(expected["a"]))
-            assert row["pass B"] == pytest.approx(share(expected["b"]))
+            assert row["pass A"] == pytest.approx(share(expected["a"]), abs=5e-4)  # rounded to 0.1%
+            assert row["pass B"] == pytest.approx(share(expected["b"]), abs=5e-4)
             assert row["Δ (pp)"] == pytest.approx((share(expected["b"]) - share(expected["a"])) * 100)
             assert row["95% CI A"].startswith("[") and row["95% CI A"].endswith("%]")
     t3 = table[(table["provider"] == "openai") & (table["template"] == "T3")].iloc[0]
@@ -106,10 +109,8 @@ def test_pass_rate_deltas_with_wilson_intervals(open_page, expected):
 
 
 def test_regressions_and_fixes_listed_with_why_they_flipped(open_page, expected):
-    at = open_page()
-    lists = [df.value for df in at.dataframe if "cause" in df.value.columns]
-    assert len(lists) == 2
-    regressions, fixes = lists
+    regressions, fixes = (next(df.value for df in open_page(flips=tab).dataframe if "cause" in df.value.columns)
+                          for tab in ("Regressions", "Fixes"))
     assert sorted(zip(regressions["question_id"], regressions["provider"], strict=True)) == expected["regressions"]
     assert sorted(zip(fixes["question_id"], fixes["provider"], strict=True)) == expected["fixes"]
     for frame, kind in ((regressions, expected["regressions"]), (fixes, expected["fixes"])):
@@ -156,3 +157,99 @@ def test_choosing_another_run_and_rule_set_updates_the_url(open_page):
 def test_runs_of_different_golden_sets_are_flagged(open_page):
     at = open_page(run="ramayana", against="clearpath")
     assert any("not runs of the same golden set" in w.value for w in at.warning)
+
+
+# --- flips link to Review, A and B side by side, the open tab and page in the URL --------------------------
+
+
+def response_ids(db: Path, run: str) -> dict[tuple[str, str], int]:
+    with duckdb.connect(str(db), read_only=True) as con:
+        rows = con.execute("""SELECT question_id, provider, response_id FROM responses
+                              WHERE run_id = (SELECT run_id FROM runs WHERE name = ?)""", [run]).fetchall()
+    return {(q, p): rid for q, p, rid in rows}
+
+
+def evaluation_id(db: Path, run: str, ruleset: str = "t3_aware") -> int:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return con.execute("""SELECT max(e.evaluation_id) FROM evaluations e JOIN runs r USING (run_id)
+                              WHERE r.name = ? AND e.ruleset = ?""", [run, ruleset]).fetchall()[0][0]
+
+
+@pytest.fixture
+def many_flips(sample_store, cli, tmp_path) -> Path:
+    """Runs `before` and `after`: 30 questions x 2 providers, every recorded verdict PASS -> FAIL (60 regressions),
+    the answers of `after` one word different and carrying markup."""
+    for name, verdict, word in (("before", "PASS", "thirty"), ("after", "FAIL", "<b>forty</b>")):
+        rows = [{"question_id": f"q{k:02d}", "question": f"Question {k}?", "provider": provider,
+                 "answer": f"Pro costs {word} dollars a month.", "recorded_checks": {"no_hallucination": verdict}}
+                for k in range(30) for provider in ("alpha", "beta")]
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+        cli("ingest", str(path), "--name", name, "--profile", "clearpath", db=sample_store, check=True)
+    return sample_store
+
+
+def flips_table(at: AppTest) -> pd.DataFrame:
+    return next(df.value for df in at.dataframe if "cause" in df.value.columns)
+
+
+def test_every_flip_links_both_responses_to_review(open_page, sample_store, expected):
+    rows = flips_table(open_page(flips="Fixes"))
+    ids_a, ids_b = response_ids(sample_store, "ramayana"), response_ids(sample_store, "ramayana_v2")
+    eval_a, eval_b = evaluation_id(sample_store, "ramayana"), evaluation_id(sample_store, "ramayana_v2")
+    keys = list(zip(rows["question_id"], rows["provider"], strict=True))
+    assert list(rows["A"]) == [f"/review?response={ids_a[k]}&evaluation={eval_a}" for k in keys]
+    assert list(rows["B"]) == [f"/review?response={ids_b[k]}&evaluation={eval_b}" for k in keys]
+
+
+def test_the_open_tab_is_in_the_url_and_only_it_renders(open_page, expected):
+    at = open_page(flips="Fixes")
+    fixes = flips_table(at)
+    assert sorted(zip(fixes["question_id"], fixes["provider"], strict=True)) == expected["fixes"]
+    assert len([df for df in at.dataframe if "cause" in df.value.columns]) == 1
+
+
+def test_answers_a_and_b_side_by_side_with_the_changed_words_marked(open_page, many_flips):
+    at = open_page(run="before", against="after")
+    a_html, b_html = (h.proto.body for h in at.get("html"))
+    assert '<del style="' in a_html and ">thirty</del>" in a_html
+    assert '<ins style="' in b_html and ">&lt;b&gt;forty&lt;/b&gt;</ins>" in b_html  # changed, and inert
+    assert "<b>" not in b_html
+    assert "Pro costs " in a_html and "Pro costs " in b_html  # unchanged words unmarked
+    assert any("1 word(s) only in A" in c.value for c in at.caption)
+
+
+def test_the_flip_shown_side_by_side_is_kept_in_the_url(open_page, many_flips):
+    ids = response_ids(many_flips, "before")
+    at = open_page(run="before", against="after", flip=str(ids["q01", "beta"]))
+    assert at.selectbox(key="url_flip").value == str(ids["q01", "beta"])
+    assert at.query_params["flip"] == str(ids["q01", "beta"])
+
+
+def test_the_flip_page_is_in_the_url(open_page, many_flips):
+    first = flips_table(open_page(run="before", against="after"))
+    at = open_page(run="before", against="after", regressions_page="3")
+    assert at.get("pagination")[0].value == 3
+    third = flips_table(at)
+    assert len(first) == 20 == len(third)  # 60 regressions, 20 a page
+    assert set(first["question_id"]).isdisjoint(third["question_id"])
+    at.get("pagination")[0].set_value(2).run()  # the browser writes it to the URL (bind="query-params")
+    second = flips_table(at)
+    assert len(second) == 20 and set(second["question_id"]).isdisjoint(third["question_id"])
+
+
+def test_runs_that_share_no_question_say_exactly_that(open_page):
+    at = open_page(run="ramayana", against="clearpath")
+    (warning,) = [w.value for w in at.warning]
+    assert "share no question" in warning
+    assert not [i for i in at.info if "No pair flipped" in i.value]
+    assert any("runs share no question" in c.value for c in at.caption)
+
+
+def test_percentages_show_one_decimal(open_page):
+    at = open_page()
+    table = next(df for df in at.dataframe if "pass A" in df.value.columns)
+    columns = json.loads(table.proto.columns)
+    assert columns["pass A"]["type_config"] == {"type": "number", "format": "percent", "step": 0.001}
+    assert metric(at, "Pass rate, all responses").count("%") == 2
+    assert all(len(part.split(".")[1]) == 2 for part in metric(at, "Pass rate, all responses").split(" → "))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -47,17 +48,17 @@ def test_defaults_to_t3_aware_and_puts_the_view_in_the_url(open_page):
 
 
 def test_pass_rates_per_run_provider_and_template_under_t3_aware(open_page):
-    rates = frame_with(open_page(), "run", "provider", "template", "pass_rate")
+    rates = frame_with(open_page(**{"with": ["ramayana_v2", "clearpath"]}), "run", "provider", "template", "pass_rate")
     for provider in ("openai", "claude"):
         t3 = rate(rates, "ramayana", provider, "T3")
         assert (t3["n"], t3["passed"], t3["pass_rate"]) == (8, 8, 1.0)
-        assert t3["ci_low"] == pytest.approx(0.6756, abs=1e-4)
+        assert t3["ci_low"] == pytest.approx(0.6756, abs=5e-4)  # shown rounded to 67.6%
     assert set(rates["run"]) == {"ramayana", "ramayana_v2", "clearpath"}
     assert set(rates[rates["run"] == "clearpath"]["template"]) == {"no template"}
 
 
 def test_recorded_verdicts_from_the_url_show_t3_at_one_in_eight(open_page):
-    at = open_page(run="ramayana", eval="recorded")
+    at = open_page(run="ramayana", eval="recorded", **{"with": ["ramayana_v2", "clearpath"]})
     rates = frame_with(at, "run", "pass_rate")
     for provider in ("openai", "claude"):
         t3 = rate(rates, "ramayana", provider, "T3")
@@ -152,8 +153,83 @@ def test_names_from_run_files_are_shown_literally_not_as_markdown(open_page, sam
     at = open_page(run=name)
     assert at.query_params["run"] == name
     texts = [s.value for s in at.subheader] + [c.value for c in at.caption] + [i.value for i in at.info]
-    # Escaped Markdown, and a word joiner before ':' and '.' so the URL is not autolinked either.
-    assert "Checks of \\[click me\\]\\(https\u2060://evil\u2060.example\\)" in texts
+    # Escaped Markdown (dashboard.common.md: how it keeps the URL from autolinking is its own business)
+    assert any(text.startswith("Checks of \\[click me\\]\\(https") for text in texts)
     assert not any("](https://evil" in text for text in texts)
     rates = frame_with(at, "run", "provider", "pass_rate")
     assert name in set(rates["run"])  # the data itself is shown as is, in the table
+
+
+# --- the charts follow the run picker, stay readable with ten runs, and show one percent format ------------
+
+
+def charts(at: AppTest) -> list[dict]:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def pass_rate_chart(at: AppTest) -> dict:
+    return charts(at)[0]
+
+
+def trace_runs(spec: dict) -> set[str]:
+    return {trace["name"] for trace in spec["data"]}
+
+
+@pytest.fixture
+def ten_runs(sample_store, cli, tmp_path) -> Path:
+    """The sample store plus nine small runs with recorded verdicts: ten runs under `recorded`."""
+    rows = [{"question_id": f"q{k}", "question": f"Question {k}?", "provider": provider, "answer": "An answer.",
+             "recorded_checks": {"retrieval_check": "PASS" if (k + i) % 2 else "FAIL", "no_hallucination": "PASS"}}
+            for i, provider in enumerate(("alpha", "beta")) for k in range(4)]
+    for n in range(1, 10):
+        path = tmp_path / f"small-{n}.jsonl"  # one content per run: the same file twice is refused
+        path.write_text("\n".join(json.dumps({**row, "run_no": n}) for row in rows) + "\n")
+        cli("ingest", str(path), "--name", f"run-{n:02d}", "--profile", "clearpath", db=sample_store, check=True)
+    return sample_store
+
+
+def test_the_pass_rate_chart_and_table_follow_the_run_picker(open_page):
+    at = open_page(run="clearpath")
+    assert trace_runs(pass_rate_chart(at)) == {"clearpath"}
+    assert set(frame_with(at, "run", "pass_rate")["run"]) == {"clearpath"}
+    at = open_page(run="ramayana_v2")
+    assert trace_runs(pass_rate_chart(at)) == {"ramayana_v2"}
+
+
+def test_other_runs_chosen_in_the_sidebar_join_the_chart_and_stay_in_the_url(open_page):
+    at = open_page(run="clearpath")
+    at.sidebar.multiselect(key="url_with").set_value(["ramayana"]).run()
+    assert at.query_params["with"] in (["ramayana"], "ramayana")  # AppTest keeps a one-item list as its item
+    assert trace_runs(pass_rate_chart(at)) == {"clearpath", "ramayana"}
+
+
+def test_ten_runs_are_horizontal_bars_and_the_chart_grows_with_them(open_page, ten_runs):
+    others = [f"run-{n:02d}" for n in range(1, 10)]
+    one = pass_rate_chart(open_page(ten_runs, run="ramayana", eval="recorded"))
+    ten = pass_rate_chart(open_page(ten_runs, run="ramayana", eval="recorded", **{"with": others}))
+    assert trace_runs(ten) == {"ramayana", *others}
+    assert {trace["orientation"] for trace in ten["data"]} == {"h"}  # bars side by side, not slivers
+    panels: dict[str, int] = {}
+    for trace in ten["data"]:
+        panels[trace["xaxis"]] = panels.get(trace["xaxis"], 0) + len(trace["y"])
+    assert max(panels.values()) == 9  # the nine small runs share the 'no template' panel
+    assert ten["layout"]["height"] >= 22 * max(panels.values())  # ~22 px a bar, whatever the runs
+    assert ten["layout"]["height"] > one["layout"]["height"]
+
+
+def test_percentages_show_one_decimal_in_tables(open_page):
+    at = open_page()
+    table = next(df for df in at.dataframe if "pass_rate" in df.value.columns)
+    columns = json.loads(table.proto.columns)
+    for column in ("pass_rate", "ci_low", "ci_high"):
+        # Streamlit's percent format shows the step's decimals minus two: exactly one (87.5%, 100.0%)
+        assert columns[column]["type_config"] == {"type": "number", "format": "percent", "step": 0.001}
+    texts = {text for trace in pass_rate_chart(at)["data"] for text in trace.get("text") or ()}
+    assert "100.0%" in texts
+
+
+def test_no_cell_shows_none(open_page):
+    at = open_page()
+    for table in at.dataframe:
+        assert table.proto.placeholder == "—"
+        assert not table.value.isna().any().any(), table.value
