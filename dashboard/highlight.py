@@ -224,8 +224,9 @@ def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float) -> str
     rows = []
     for item in items:
         score = item.get("score")
-        below = score is None or float(score) < threshold
-        score_text = "—" if score is None else f"{float(score):.2f}"
+        # An item without a score was not ranked by similarity: it is context, never "below" (issue 13).
+        below = score is not None and float(score) < threshold
+        score_text = "no score" if score is None else f"{float(score):.2f}"
         note = f' <span style="font-size:0.75rem">(below {threshold:g})</span>' if below else ""
         style = "opacity:0.45;" if below else ""
         rows.append(

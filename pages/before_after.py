@@ -93,7 +93,13 @@ verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides e
 st.markdown(f"Run **{md(run)}** — A = {describe(eval_a)} → B = {describe(eval_b)}; {verdicts}.")
 
 # --- the loud part: verdicts outside T3 must not change --------------------------------------
-if outside:
+# Only a templated run (T1/T2/T3) has a T3 fix to keep apart; on a run without templates (the rag
+# profile, a peer tool's export) a rule change is meant to move verdicts, so the count is just said.
+templated = any(t in ("T1", "T2", "T3") for t in templates)
+if not templated:
+    st.info(f"This run has no templates: {outside_flips} response verdict(s) differ between {md(name_a)} and "
+            f"{md(name_b)} — see the flipped responses below.", icon=":material/info:")
+elif outside:
     total = outside_flips
     where = ", ".join(f"{md(fmt.template(r['template']))}/{md(names.short(r['provider']))}: "
                       f"{r['flipped']}" for r in outside)

@@ -133,6 +133,7 @@ def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-un
     else:
         frame = pd.DataFrame(rows)
         frame["template"] = frame["template"].map(fmt.template)
+        frame = fmt.shares(frame, ["false_failure_rate", "false_pass_rate"])
         st.dataframe(fmt.no_none(frame), hide_index=True, width="stretch", column_config={
             "reviewed": "reviewed", "fail_reviewed": "FAIL reviewed", "fail_overturned": "FAIL overturned",
             "false_failure_rate": fmt.percent_column("false-failure rate"),
@@ -152,6 +153,7 @@ def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-un
                    "a non-zero false-failure rate at once: the second is over the few reviewed FAILs only.")
         merged = pd.DataFrame(names.label_rows(rates, n_providers - len(shown)))
         merged["template"] = merged["template"].map(fmt.template)
+        merged = fmt.shares(merged, ["pass_rate", "pass_rate_effective"])
         st.dataframe(fmt.no_none(merged[["provider", "template", "n", "pass_rate", "pass_rate_effective"]]),
                      hide_index=True, width="stretch", column_config={
                          "n": "responses",

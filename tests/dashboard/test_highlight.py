@@ -142,11 +142,16 @@ def test_retrieved_table_escapes_chunks_and_dims_items_below_threshold():
     out = retrieved_table([
         {"rank": 1, "id": "kb-1", "score": 0.8, "text": "<img src=x onerror=alert(1)>"},
         {"rank": 2, "id": "kb-<2>", "score": 0.2, "text": "weak"},
-        {"rank": 3, "id": "kb-3", "score": None, "text": "no score"},
     ], 0.35)
     assert "<img" not in out and "kb-&lt;2&gt;" in out
-    assert re.findall(r'data-below="(\w+)"', out) == ["false", "true", "true"]
-    assert out.count("opacity:0.45") == 2
+    assert re.findall(r'data-below="(\w+)"', out) == ["false", "true"]
+    assert out.count("opacity:0.45") == 1
+
+
+def test_an_unscored_retrieved_item_is_context_not_below_the_threshold():
+    out = retrieved_table([{"rank": 1, "id": "doc-1", "score": None, "text": "a passage"}], 0.35)
+    assert re.findall(r'data-below="(\w+)"', out) == ["false"]
+    assert "no score" in visible_text(out) and "below" not in visible_text(out)
 
 
 @given(st.text(), st.lists(st.tuples(st.integers(-5, 60), st.integers(-5, 60),
