@@ -4,6 +4,7 @@ pure and through the real CLI."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
@@ -183,3 +184,13 @@ def test_cli_metrics_judge_uses_the_profile_refusal_phrases(cli, my_store: Path,
     rows = export(cli, my_store, tmp_path, "--ruleset", "acme_strict", "--rules", str(MY_BOT))
     assert {q: r["refused"] for q, r in rows.items()} == {
         "q1": False, "q2": False, "q3": False, "q4": True, "q5": True, "q6": False}
+
+
+def test_the_readme_example_is_the_rules_file_these_tests_run() -> None:
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## My own bot"):]
+    shown = re.search(r"```toml\n(.*?)```", section, re.S)
+    assert shown is not None
+    fixture = (root / "tests" / "fixtures" / "rules" / "my_bot.toml").read_text(encoding="utf-8")
+    assert tomllib.loads(shown.group(1)) == tomllib.loads(fixture)
