@@ -11,7 +11,7 @@ from typing import Any
 
 import streamlit as st
 
-from dashboard import highlight
+from dashboard import highlight, reviewer_name
 from evaluator.review_config import ReviewConfig
 
 VERDICT_COLOURS = {"PASS": "green", "FAIL": "red", "N/A": "gray"}
@@ -58,7 +58,8 @@ def checks(rows: Sequence[Mapping[str, Any]]) -> None:
 
     Checks that do not apply (N/A, not overridden) are grouped on one dimmed line per reason.
     """
-    lines, not_applicable = [], {}
+    lines: list[str] = []
+    not_applicable: dict[str, list[str]] = {}
     for row in rows:
         verdict = row["verdict"]
         if verdict == "N/A" and not row.get("overridden"):
@@ -89,7 +90,7 @@ def labelled(label: str, text: str | None, *, muted: bool = False) -> None:
 
 def reviewer_identity() -> tuple[str | None, bool]:
     """(reviewer, login_configured): the logged-in user when login is configured, else the
-    name entered in this browser session."""
+    name entered in this browser (this session's, else the one the browser remembers)."""
     try:
         info = st.user.to_dict()
     except Exception:  # no script context or no auth support: no login
@@ -99,11 +100,36 @@ def reviewer_identity() -> tuple[str | None, bool]:
             return str(info.get("email") or info.get("name") or "").strip() or None, True
         return None, True
     name = st.session_state.get("reviewer")
+    if not name and not st.session_state.get(FORGOTTEN):
+        name = reviewer_name.remembered()
+        if name:
+            st.session_state["reviewer"] = name
     return (str(name).strip() or None) if name else None, False
 
 
+FORGOTTEN = "reviewer_forgotten"  # session state: the reviewer pressed Change; ignore the browser's name
+
+
+NO_NAME = "reviewer_name_missing"
+
+
+def _start_reviewing() -> None:
+    """Form callback (before the page runs, so the page renders with the name: no extra rerun)."""
+    name = (st.session_state.get("reviewer_input") or "").strip()
+    if name:
+        st.session_state["reviewer"] = name
+        st.session_state.pop(FORGOTTEN, None)
+    else:
+        st.session_state[NO_NAME] = True
+
+
+def _change_reviewer() -> None:
+    st.session_state.pop("reviewer", None)
+    st.session_state[FORGOTTEN] = "pending"  # the page run after this callback tells the browser
+
+
 def identity_panel(config: ReviewConfig) -> str | None:
-    """Who is reviewing; asks for a name (once per browser session) when there is no login.
+    """Who is reviewing; asks for a name once per browser (remembered in a cookie) when there is no login.
 
     Returns the reviewer allowed to override, or None (then the page is read-only).
     """
@@ -112,25 +138,26 @@ def identity_panel(config: ReviewConfig) -> str | None:
         st.info("Log in to override verdicts.")
         st.button("Log in", on_click=st.login, key="login")
         return None
+    if not login and st.session_state.get(FORGOTTEN) == "pending":
+        reviewer_name.forget()
+        st.session_state[FORGOTTEN] = True
     if reviewer is None:
         with st.form("identity", border=False):
             st.text_input("Your name", key="reviewer_input", placeholder="e.g. Priya",
-                          help="Recorded with every override you make in this browser session.")
-            if st.form_submit_button("Start reviewing"):
-                name = (st.session_state.get("reviewer_input") or "").strip()
-                if name:
-                    st.session_state["reviewer"] = name
-                    st.rerun()
+                          help="Recorded with every override you make; this browser remembers it.")
+            st.form_submit_button("Start reviewing", on_click=_start_reviewing)
+            if st.session_state.pop(NO_NAME, False):
                 st.error("Enter your name first.")
         st.info("Enter your name to override verdicts; until then this page is read-only.")
         return None
+    if not login:
+        reviewer_name.remember(reviewer)
     if not config.may_override(reviewer):
         st.warning(f"Signed in as {highlight.inline(reviewer)} — not on the reviewers list, so this page "
                    "is read-only for you.")
         return None
     cols = st.columns([3, 1], vertical_alignment="center")
     cols[0].markdown(f"Reviewing as **{highlight.inline(reviewer)}**")
-    if not login and cols[1].button("Change", key="change_reviewer", type="tertiary"):
-        st.session_state.pop("reviewer", None)
-        st.rerun()
+    if not login:
+        cols[1].button("Change", key="change_reviewer", type="tertiary", on_click=_change_reviewer)
     return reviewer

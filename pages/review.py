@@ -11,17 +11,18 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import highlight, names, reviewing
-from dashboard.common import select_in_url, sidebar_run_picker, store, store_path
+from dashboard import highlight, keys, names, review_queue, reviewing
+from dashboard.common import TEMPLATE_LABELS, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
 from evaluator import pending
-from evaluator.overrides import OverrideError, allowed_values, targets_for
+from evaluator.overrides import OverrideError, allowed_values
 from evaluator.queries import review as q
 from evaluator.review_config import load_review_config
 
 served_by_app()
 
 TARGET_LABELS = {"overall": "Overall verdict", "refused": "Refused (used by the metrics)"}
+REASON_LABEL = "Reason"  # also how Alt+R finds the box (dashboard.keys): keep it a plain word
 PICKER_LIMIT = 100  # responses offered by the picker at a time; typing narrows them
 SAVE_WAIT_S = 2.0  # a save waits this long for a busy store, then stays pending (never lost)
 
@@ -82,17 +83,35 @@ def _save(save: dict, done_message: str) -> bool:
     return True
 
 
-def _submit(response_id: int, evaluation_id: int, reviewer: str) -> None:
-    """Button callback: save the override; on an error keep what was typed and say what to fix."""
-    target = st.session_state.get("override_target")
-    value = st.session_state.get(f"override_value_{target}")
-    reason = st.session_state.get("override_reason", "")
+SAVES = "review_saves"  # session state: saves so far; a new count gives the form fresh widgets
+
+
+def _form_keys(response_id: int, target: str) -> tuple[str, str]:
+    """Keys of the value and reason widgets. They change with each save, so after one the form starts
+    from the new effective verdict with an empty reason, and the focus leaves the reason box (a new
+    element), where J and K work again."""
+    generation = st.session_state.get(SAVES, 0)
+    return (f"override_value_{response_id}_{target}_{generation}", f"override_reason_{response_id}_{generation}")
+
+
+def _submit(response_id: int, evaluation_id: int, reviewer: str, then_open: int | None = None) -> None:
+    """Button callback: save the override, then (Save and next) open the next response of the queue;
+    on an error keep what was typed and say what to fix."""
+    target = st.session_state.get("override_target") or "overall"
+    value_key, reason_key = _form_keys(response_id, target)
+    value = st.session_state.get(value_key)
     saved = _save({"kind": "override", "response_id": response_id, "target": target, "new_value": value or "",
-                   "reason": reason, "reviewer": reviewer, "evaluation_id": evaluation_id},
+                   "reason": st.session_state.get(reason_key, ""), "reviewer": reviewer,
+                   "evaluation_id": evaluation_id},
                   f"Override saved: {target} → {value}.")
     if saved:
-        st.session_state["override_reason"] = ""
-        st.session_state.pop(f"override_value_{target}", None)  # the next default flips the new verdict
+        st.session_state[SAVES] = st.session_state.get(SAVES, 0) + 1
+        if then_open is not None:
+            review_queue.go_to(then_open)
+
+
+def _choose(value_key: str, value: str) -> None:
+    st.session_state[value_key] = value
 
 
 def _apply(response_id: int, carried_from: int, evaluation_id: int, reviewer: str) -> None:
@@ -120,26 +139,42 @@ def _pending_saves(response_id: int) -> None:
 
 
 def _override_form(response_id: int, evaluation_id: int, current: dict[str, str | None], targets: list[str],
-                   reviewer: str | None) -> None:
+                   reviewer: str | None, next_in_queue: int | None) -> None:
     st.subheader("Override")
     disabled = reviewer is None
+    if st.session_state.get("override_target") not in targets:
+        st.session_state.pop("override_target", None)  # a check this bot does not run: back to the default
     target = st.selectbox("What to override", targets, key="override_target", disabled=disabled,
                           format_func=lambda t: TARGET_LABELS.get(t, t))
     values = list(allowed_values(target))
     now = current.get(target)
-    default = next((v for v in values if v != now), values[0])
+    value_key, reason_key = _form_keys(response_id, target)
     st.caption(f"Currently: {reviewing.badge(now) if now else 'not decided'}")
-    st.radio("New value", values, index=values.index(default), key=f"override_value_{target}", horizontal=True,
-             disabled=disabled)
-    st.text_area("Reason (required)", key="override_reason", disabled=disabled,
-                 placeholder="Why is the automated verdict wrong? e.g. a T3 refusal needs no citation")
+    value = st.radio("New value", values, index=values.index(now) if now in values else None, key=value_key,
+                     horizontal=True, disabled=disabled)
+    if set(values) <= set(keys.VERDICT_KEYS):
+        with st.container(horizontal=True):
+            for option, key in keys.VERDICT_KEYS.items():
+                st.button(option, key=f"choose_{option.replace('/', '')}", shortcut=key, type="tertiary",
+                          disabled=disabled or option not in values, on_click=_choose, args=(value_key, option))
+    st.text_area(REASON_LABEL, key=reason_key, disabled=disabled,
+                 placeholder="Required: why is the automated verdict wrong? e.g. a T3 refusal needs no citation")
     if "override_error" in st.session_state:
         st.error(st.session_state.pop("override_error"), icon=":material/error:")
     if "override_done" in st.session_state:
         st.success(st.session_state.pop("override_done"), icon=":material/check_circle:")
 
-    st.button("Save override", type="primary", disabled=disabled, on_click=_submit,
-              args=(response_id, evaluation_id, reviewer or ""), key="save_override")
+    unchanged = value is None or value == now  # saving would write a no-op override
+    with st.container(horizontal=True):
+        st.button("Save override", type="primary", disabled=disabled or unchanged, on_click=_submit,
+                  args=(response_id, evaluation_id, reviewer or ""), key="save_override", shortcut=keys.SAVE)
+        if next_in_queue is not None:
+            st.button("Save and next", disabled=disabled or unchanged, on_click=_submit,
+                      args=(response_id, evaluation_id, reviewer or "", next_in_queue), key="save_and_next")
+    if unchanged and not disabled:
+        st.caption("Choose a value other than the current one to save an override.")
+    if not disabled:
+        keys.bind_reason_and_save(REASON_LABEL, "save_override")
 
 
 def _carried(candidates: list[dict], response_id: int, evaluation_id: int, reviewer: str | None) -> None:
@@ -165,8 +200,9 @@ if "override_pending" in st.session_state:  # shown first: the rest of the page 
 response_id = _response_id()
 if response_id is None:
     _pick_response()
+    st.stop()
 with store() as con:
-    resp = q.response(con, response_id) if response_id is not None else None
+    resp = q.response(con, response_id)
     if resp is None:
         st.error(f"No response with id {highlight.inline(st.query_params.get('response', ''))} in this store.")
         if st.button("Pick another response"):
@@ -182,6 +218,8 @@ with store() as con:
     evaluation_id = select_in_url("Evaluation (rule set)", "evaluation", list(labels),
                                   default=q.default_evaluation(evaluations), container=st.sidebar,
                                   format_func=labels.get)
+    if evaluation_id is None:
+        st.stop()
     ids = [response_id]
     overall = q.overall(con, evaluation_id, response_id) or {}
     checks = q.checks(con, evaluation_id, ids)[response_id]
@@ -191,11 +229,14 @@ with store() as con:
     history = q.history(con, response_id)
     candidates = q.carried_candidates(con, response_id)
     refused = q.refused_state(con, response_id)
-    targets = targets_for(con, response_id)
+    targets = q.override_targets(con, evaluation_id, response_id, resp["profile"])
+    here = review_queue.place(con, review_queue.query_of(st.query_params), response_id)
     shown = q.display_rules(con, evaluation_id)
 
 st.page_link("pages/triage.py", label="Back to Triage", icon=":material/arrow_back:",
-             query_params={"run": resp["run"], "evaluation": str(evaluation_id)})
+             query_params=review_queue.back_params(here, resp["run"], evaluation_id))
+if here is not None:
+    review_queue.heading(here)
 # Names from the run file are cut to one short line; the tooltip (and the metadata below) holds them in full.
 heading = [(label, resp[key], names.heading(resp[key], 60)) for label, key in
            (("question id", "question_id"), ("provider", "provider"), ("model", "model")) if resp[key]]
@@ -205,7 +246,8 @@ top = st.columns(4)
 top[0].markdown(f"Effective verdict  \n{reviewing.badge(overall.get('overall'))}"
                 f"{' :violet-badge[overridden]' if overall.get('overridden') else ''}")
 top[1].markdown(f"Computed verdict  \n{reviewing.badge(overall.get('computed_overall'))}")
-top[2].markdown(f"Template  \n{highlight.inline(overall.get('template_group') or resp['template'] or '—')}")
+template = overall.get("template_group") or resp["template"] or "none"
+top[2].markdown(f"Template  \n{highlight.inline(TEMPLATE_LABELS.get(template, template))}")
 top[3].markdown(f"Run  \n{highlight.inline(resp['run'])}")
 
 left, right = st.columns([3, 2], gap="large")
@@ -229,7 +271,8 @@ with right:
     current["overall"] = overall.get("overall")
     judge = None if refused["judge"] is None else ("REFUSED" if refused["judge"] else "NOT REFUSED")
     current["refused"] = refused["reviewer"] or judge
-    _override_form(response_id, evaluation_id, current, targets, reviewer)
+    _override_form(response_id, evaluation_id, current, targets, reviewer, review_queue.next_id(here))
+    keys.caption(in_queue=here is not None)
     _carried(candidates, response_id, evaluation_id, reviewer)
 
 _pending_saves(response_id)
@@ -237,6 +280,8 @@ st.subheader("Override history")
 if history:
     frame = pd.DataFrame(history)
     frame["carried_from_run"] = frame["carried_from_run"].fillna("")
+    for column in ("old_value", "ruleset", "reason", "reviewer"):
+        frame[column] = frame[column].fillna("—")  # never a literal "None" in the table
     st.dataframe(frame[["created_at", "reviewer", "target", "old_value", "new_value", "ruleset", "carried_from_run",
                         "reason", "override_id"]],
                  hide_index=True, width="stretch",

@@ -22,7 +22,7 @@ from evaluator.types import CHECK_NAMES, CheckResult, FlagResult
 __all__ = [
     "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",
     "history", "overall", "refused_state", "response", "response_choices", "retrieved", "run_id", "spans",
-    "display_rules",
+    "display_rules", "override_targets",
 ]
 
 RESPONSE_SQL = """
@@ -144,6 +144,25 @@ def display_rules(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[st
     defaults = load_rules(None)
     banners = {flag.name: flag.banner for flag in (*defaults.flag_rules, *rules.flag_rules) if flag.banner}
     return {"threshold": float(rules.min_score), "banners": banners}
+
+
+def override_targets(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_id: int, profile: str | None
+                     ) -> list[str]:
+    """What a reviewer may override on this response (evaluator.overrides.targets_for) less the checks
+    the bot's profile does not run (shown "not applicable to this bot"): no verdict of them to correct.
+    The profile's checks come from the rules the evaluation ran with; all are offered when unknown."""
+    from evaluator.overrides import targets_for
+    from evaluator.rules import load_rules, rules_from_text
+
+    targets = targets_for(con, response_id)
+    source = span_evaluation(con, evaluation_id)
+    try:
+        rules = (rules_from_text(source["rules_text"], source["rules_source"] or "<stored>")
+                 if source and source["rules_text"] else load_rules())
+        bot_checks = set(rules.profile((source or {}).get("profile") or profile or "").checks)
+    except ValueError:  # an unknown profile or rules that no longer load: offer everything
+        return targets
+    return [t for t in targets if t not in CHECK_NAMES or t in bot_checks]
 
 
 def span_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any] | None:

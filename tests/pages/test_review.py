@@ -30,6 +30,26 @@ def save_button(app):
     return app.button(key="save_override")
 
 
+def reason_box(app):
+    """The one reason box (its key changes with each save: see pages/review.py _form_keys)."""
+    [box] = app.text_area
+    return box
+
+
+def value_choice(app):
+    """The radio of the new value for the target being overridden."""
+    [choice] = app.radio
+    return choice
+
+
+def choose_another_value(app) -> str:
+    """Pick a value other than the current one (the form starts on the current one)."""
+    choice = value_choice(app)
+    other = next(option for option in choice.options if option != choice.value)
+    choice.set_value(other).run()  # the browser reruns on a change too: Save is enabled by it
+    return other
+
+
 def test_a_deep_link_opens_one_response_in_full(make_app, sample_store, query):
     rid = response_id(query, sample_store, "clearpath", "cp-02", "openai")
     evaluation = evaluation_id(query, sample_store, "clearpath", "t3_aware")
@@ -46,7 +66,7 @@ def test_a_deep_link_opens_one_response_in_full(make_app, sample_store, query):
 def test_without_an_identity_the_override_form_is_disabled(make_app, sample_store, query):
     app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"))
     assert save_button(app).disabled
-    assert app.text_area(key="override_reason").disabled
+    assert reason_box(app).disabled
     assert any("read-only" in i.value for i in app.info)
 
 
@@ -56,7 +76,7 @@ def test_a_reviewer_name_is_entered_once_per_session(make_app, sample_store, que
     [start] = [b for b in app.button if b.label == "Start reviewing"]
     start.click().run()
     assert app.session_state["reviewer"] == "Priya"
-    assert not save_button(app).disabled
+    assert not reason_box(app).disabled and not value_choice(app).disabled
     assert any(m.value == "Reviewing as **Priya**" for m in app.markdown)
 
 
@@ -65,8 +85,8 @@ def test_an_override_with_a_reason_is_saved_and_becomes_the_effective_verdict(ma
     legacy = evaluation_id(query, sample_store, "ramayana", "legacy")
     app = make_app(sample_store, PAGE, response=rid, evaluation=legacy, state={"reviewer": "alice"})
     app.selectbox(key="override_target").set_value("cites_shlokas").run()
-    app.radio(key="override_value_cites_shlokas").set_value("N/A")
-    app.text_area(key="override_reason").input("A T3 refusal needs no citation")
+    value_choice(app).set_value("N/A").run()
+    reason_box(app).input("A T3 refusal needs no citation")
     save_button(app).click().run()
     assert [s.value for s in app.success] == ["Override saved: cites_shlokas → N/A."]
     assert overrides(query, sample_store) == [
@@ -78,13 +98,14 @@ def test_an_override_with_a_reason_is_saved_and_becomes_the_effective_verdict(ma
     history = app.dataframe[0].value
     assert history[["reviewer", "target", "old_value", "new_value", "reason"]].values.tolist() == [
         ["alice", "cites_shlokas", "FAIL", "N/A", "A T3 refusal needs no citation"]]
-    assert app.text_area(key="override_reason").value == ""  # ready for the next one
+    assert reason_box(app).value == ""  # ready for the next one
 
 
 def test_an_override_without_a_reason_is_refused_with_a_clear_error(make_app, sample_store, query):
     rid = response_id(query, sample_store, "ramayana", "q34", "openai")
     app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "alice"})
-    app.text_area(key="override_reason").input("   ")
+    choose_another_value(app)
+    reason_box(app).input("   ")
     save_button(app).click().run()
     assert [e.value for e in app.error] == ["an override needs a reason: say why the verdict is wrong"]
     assert overrides(query, sample_store) == []
@@ -95,8 +116,8 @@ def test_overrides_are_appended_and_the_history_keeps_them_all(make_app, sample_
     legacy = evaluation_id(query, sample_store, "ramayana", "legacy")  # computes FAIL for this refusal
     app = make_app(sample_store, PAGE, response=rid, evaluation=legacy, state={"reviewer": "alice"})
     for value, reason in (("PASS", "proper refusal"), ("FAIL", "second thoughts")):
-        app.radio(key="override_value_overall").set_value(value)
-        app.text_area(key="override_reason").input(reason)
+        value_choice(app).set_value(value).run()
+        reason_box(app).input(reason)
         save_button(app).click().run()
     assert [row[2:6] for row in overrides(query, sample_store)] == [
         ("overall", "FAIL", "PASS", "proper refusal"), ("overall", "PASS", "FAIL", "second thoughts")]
@@ -107,14 +128,14 @@ def test_the_refused_label_can_be_overridden(make_app, sample_store, query):
     rid = response_id(query, sample_store, "ramayana", "q34", "openai")
     app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "alice"})
     app.selectbox(key="override_target").set_value("refused").run()
-    app.radio(key="override_value_refused").set_value("REFUSED")
-    app.text_area(key="override_reason").input("declines the drawing request")
+    new = choose_another_value(app)
+    reason_box(app).input("declines the drawing request")
     save_button(app).click().run()
     # The old value is the judge's stored decision (load-samples computes the metrics).
     [(judged,)] = query(sample_store, """SELECT mr.refused FROM metric_responses mr
                                          WHERE mr.response_id = ?""", [rid])
     old = "REFUSED" if judged else "NOT REFUSED"
-    assert [row[2:5] for row in overrides(query, sample_store)] == [("refused", old, "REFUSED")]
+    assert [row[2:5] for row in overrides(query, sample_store)] == [("refused", old, new)]
 
 
 def test_with_a_reviewers_list_others_are_read_only(make_app, sample_store, query, monkeypatch):
@@ -131,7 +152,8 @@ def test_a_logged_in_user_reviews_under_their_login(make_app, sample_store, quer
     assert not app.text_input  # no name to type
     assert any(html.unescape(m.value).replace("\u2060", "") == "Reviewing as **carol@example.com**"
                for m in app.markdown)
-    app.text_area(key="override_reason").input("fine")
+    choose_another_value(app)
+    reason_box(app).input("fine")
     save_button(app).click().run()
     assert overrides(query, sample_store)[0][6] == "carol@example.com"
 
@@ -187,8 +209,24 @@ def test_untrusted_text_is_rendered_escaped(make_app, hostile_store, query, rend
     assert not any("<script" in t.lower() or "<img" in t.lower() for t in texts)
     joined = "\n".join(texts)
     for escaped in ("&lt;script&gt;alert&#40;&#39;question&#39;&#41;&lt;/script&gt;",
-                    "&lt;script&gt;window<wbr>&#46;&#95;&#95;pwned=", "&lt;img src=x onerror=",
-                    "&#91;click me&#93;&#40;javascript<wbr>&#58;alert&#40;1&#41;&#41;",
+                    "&lt;script&gt;window&#46;&#95;&#95;pwned=", "&lt;img src=x onerror=",
+                    "&#91;click me&#93;&#40;javascript&#58;alert&#40;1&#41;&#41;",
                     "&lt;script&gt;alert&#40;&#39;comment&#39;&#41;", "kb-&lt;1&gt;",
                     "Reviewing as **&lt;img src=x onerror=alert&#40;1&#41;&gt;**"):
         assert escaped in joined, escaped
+
+
+def test_the_browser_is_told_to_remember_the_reviewers_name(make_app, sample_store, query):
+    app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"),
+                   state={"reviewer": "<img src=x> Zoë"})
+    [script] = [h.value for h in app.html if "document.cookie" in h.value]
+    assert script.startswith('<script>document.cookie = "evaluator_reviewer=%3Cimg%20src%3Dx%3E%20Zo%C3%AB; path=/;')
+
+
+def test_change_forgets_the_remembered_name(make_app, sample_store, query):
+    app = make_app(sample_store, PAGE, response=response_id(query, sample_store, "ramayana", "q34", "openai"),
+                   state={"reviewer": "Priya"})
+    app.button(key="change_reviewer").click().run()
+    assert [h.value for h in app.html if "document.cookie" in h.value] == [
+        '<script>document.cookie = "evaluator_reviewer=; path=/; max-age=0; SameSite=Lax";</script>']
+    assert app.text_input(key="reviewer_input")  # asks for a name again
