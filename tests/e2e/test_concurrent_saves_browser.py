@@ -60,14 +60,18 @@ def no_error(page: Page) -> None:
     expect(page.locator('[data-testid="stAlertContentError"]')).to_have_count(0)
 
 
-def open_form(page: Page, url: str, reviewer: str, reason: str) -> None:
-    """The Review page as a reviewer: name entered, default target (overall) and value, a reason."""
+def open_form(page: Page, url: str, reviewer: str, reason: str, value: str) -> None:
+    """The Review page as a reviewer: name entered, default target (overall), a new value, a reason."""
     page.goto(url)
     expect(page.get_by_role("heading", name="Review")).to_be_visible(timeout=30_000)
     page.get_by_label("Your name", exact=True).fill(reviewer)
     page.get_by_role("button", name="Start reviewing").click()
     expect(page.get_by_text(f"Reviewing as {reviewer}")).to_be_visible(timeout=30_000)
-    reason_box = page.get_by_label("Reason (required)", exact=True)
+    # Save stays disabled until the choice differs from the current verdict.
+    expect(page.get_by_role("button", name="Save override")).to_be_disabled()
+    page.locator('[data-testid="stRadio"]').get_by_text(value, exact=True).click()
+    expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
+    reason_box = page.get_by_label("Reason", exact=True)
     reason_box.fill(reason)
     reason_box.blur()  # commits the text area's value (a rerun)
     expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
@@ -92,7 +96,7 @@ def test_two_reviewers_save_while_the_cli_writes_and_both_saves_land(
     try:
         pages = [context.new_page() for context in contexts]
         for page, (name, reason) in zip(pages, reviewers.items(), strict=True):
-            open_form(page, url, name, reason)
+            open_form(page, url, name, reason, "FAIL" if computed == "PASS" else "PASS")
 
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         env.pop("EVALUATOR_DB", None)
