@@ -12,6 +12,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import highlight, keys, names, review_queue, reviewing
+from dashboard.annotate import render_rating_form
 from dashboard.common import TEMPLATE_LABELS, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
 from evaluator import pending
@@ -127,15 +128,25 @@ def _pending_saves(response_id: int) -> None:
         return
     st.subheader("Pending saves")
     for item in waiting:
-        what = (f"{highlight.inline(item.get('target', ''))} → {reviewing.badge(item.get('new_value'))}"
-                if item.get("kind") == "override" else "carried override")
+        what = _pending_what(item)
         st.markdown(f":orange-badge[pending] {what} · by {highlight.inline(item.get('reviewer', ''))} — "
                     "waiting for the store to be free")
     for item in refused:
         save = item.get("save", {})
-        st.error(f"Not saved ({highlight.inline(save.get('target', 'carried override'))} → "
-                 f"{highlight.inline(save.get('new_value', ''))}, by {highlight.inline(save.get('reviewer', ''))}): "
+        st.error(f"Not saved ({_pending_what(save)}, by {highlight.inline(save.get('reviewer', ''))}): "
                  f"{highlight.inline(item.get('error', ''))}", icon=":material/error:")
+
+
+def _pending_what(save: dict) -> str:
+    """One line for a kept save of any kind: an override, a bulk one, a carried one, a rating."""
+    kind = save.get("kind", "override")
+    if kind == "override":
+        return f"{highlight.inline(save.get('target', ''))} → {reviewing.badge(save.get('new_value'))}"
+    if kind == "annotation":
+        return f"rating {highlight.inline(save.get('label', ''))} = {highlight.inline(str(save.get('value', '')))}"
+    if kind == "bulk":
+        return f"bulk override of {len(save.get('overrides') or [])} responses"
+    return "carried override"
 
 
 def _override_form(response_id: int, evaluation_id: int, current: dict[str, str | None], targets: list[str],
@@ -274,6 +285,7 @@ with right:
     _override_form(response_id, evaluation_id, current, targets, reviewer, review_queue.next_id(here))
     keys.caption(in_queue=here is not None)
     _carried(candidates, response_id, evaluation_id, reviewer)
+    render_rating_form(store_path(), resp["run_id"], response_id, reviewer)  # the run's human labels
 
 _pending_saves(response_id)
 st.subheader("Override history")
@@ -293,5 +305,12 @@ else:
 details = {k: resp[k] for k in ("question_id", "provider", "model", "expected_template", "template",
                                 "expected_routing", "classification", "answerable", "outcome") if resp[k] is not None}
 stored_json = {k: json.loads(resp[k]) for k in ("gold_answers", "expected_ids", "metadata") if resp[k]}
+source_scores = (stored_json.get("metadata") or {}).get("metrics")
+if isinstance(source_scores, dict) and source_scores:  # e.g. InspectorRAGet's algorithmic metrics
+    st.subheader("Scores from the run file")
+    st.dataframe(pd.DataFrame({"metric": [str(k) for k in source_scores],
+                               "value": [json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
+                                         for v in source_scores.values()]}),
+                 hide_index=True, width="content")
 with st.expander("Golden-set fields and metadata"):
     st.json({**details, **stored_json}, expanded=True)  # shown as data, never as markup
