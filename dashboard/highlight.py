@@ -213,6 +213,14 @@ def break_autolinks(text: str) -> str:
     return _AUTOLINK_RX.sub("\u2060", text)
 
 
+def inline_html(text: str | None) -> str:
+    """Like `inline`, for Markdown shown with unsafe_allow_html: an empty <span> (not a hidden
+    character) splits what Markdown would turn into a link, so a copy gives the text exactly."""
+    flat = " ".join((text or "").split())
+    pieces = _AUTOLINK_RX.split(flat)
+    return "<span></span>".join(piece.translate(_TABLE) for piece in pieces)
+
+
 def inline(text: str | None) -> str:
     """Untrusted text for one line of plain Markdown (a question id, a provider, a reason): escaped,
     no line breaks, no HTML tag (plain Markdown would show the tag), invisible characters shown."""

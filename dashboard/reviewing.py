@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import highlight, reviewer_name
-from evaluator.review_config import ReviewConfig
+from evaluator.review_config import ReviewConfig, load_review_config
 
 VERDICT_COLOURS = {"PASS": "green", "FAIL": "red", "N/A": "gray"}
 VERDICT_ICONS = {"PASS": ":green[:material/check_circle:]", "FAIL": ":red[:material/cancel:]",
@@ -89,8 +89,17 @@ def labelled(label: str, text: str | None, *, muted: bool = False) -> None:
 
 
 def reviewer_identity() -> tuple[str | None, bool]:
-    """(reviewer, login_configured): the logged-in user when login is configured, else the
-    name entered in this browser (this session's, else the one the browser remembers)."""
+    """(reviewer, login_configured): the user an authenticating proxy names in its header when
+    one is configured (EVALUATOR_IDENTITY_HEADER), else the logged-in user when Streamlit's login
+    is configured, else the name entered in this browser (this session's, else the one the
+    browser remembers)."""
+    config = load_review_config()
+    if config.identity_header:
+        try:
+            headers = dict(st.context.headers)
+        except Exception:  # no script context: no request, no identity
+            headers = {}
+        return config.identity_from(headers), True
     try:
         info = st.user.to_dict()
     except Exception:  # no script context or no auth support: no login
@@ -134,6 +143,10 @@ def identity_panel(config: ReviewConfig) -> str | None:
     Returns the reviewer allowed to override, or None (then the page is read-only).
     """
     reviewer, login = reviewer_identity()
+    if config.identity_header and reviewer is None:
+        st.info(f"Your identity comes from the sign-in proxy's {highlight.inline(config.identity_header)} "
+                "header, and this request has none: the page is read-only.")
+        return None
     if login and reviewer is None:
         st.info("Log in to override verdicts.")
         st.button("Log in", on_click=st.login, key="login")
@@ -157,7 +170,7 @@ def identity_panel(config: ReviewConfig) -> str | None:
                    "is read-only for you.")
         return None
     cols = st.columns([3, 1], vertical_alignment="center")
-    cols[0].markdown(f"Reviewing as **{highlight.inline(reviewer)}**")
+    cols[0].markdown(f"Reviewing as **{highlight.inline_html(reviewer)}**", unsafe_allow_html=True)
     if not login:
         cols[1].button("Change", key="change_reviewer", type="tertiary", on_click=_change_reviewer)
     return reviewer

@@ -6,6 +6,10 @@ Defaults live here; a deployment changes them without code through the environme
   they may override; everyone else gets the review pages read-only.
 - `EVALUATOR_PARADOX_PHRASES` — comma-separated phrases that, in a reviewer comment on a
   failing response, suggest the verdict is wrong (the SPEC §4 paradox).
+- `EVALUATOR_IDENTITY_HEADER` — behind an authenticating proxy (oauth2-proxy, an SSO gateway), the
+  request header that carries the signed-in user, e.g. `X-Forwarded-Email`. When set, the reviewer
+  is that header's value (nobody types a name) and a request without it is read-only. Only set it
+  when the proxy strips this header from what clients send.
 - `EVALUATOR_REVIEW_CONFIG` — a TOML file with a `[review]` table holding `reviewers` and/or
   `paradox_phrases` lists. The variables above win over the file.
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +47,17 @@ DEFAULT_PARADOX_PHRASES: tuple[str, ...] = (
 class ReviewConfig:
     paradox_phrases: tuple[str, ...] = DEFAULT_PARADOX_PHRASES
     reviewers: tuple[str, ...] = ()  # empty: anyone with an identity may override
+    identity_header: str | None = None  # the proxy's header naming the signed-in user
+
+    def identity_from(self, headers: Mapping[str, str]) -> str | None:
+        """The reviewer named by the proxy's header (case-insensitive header name), or None."""
+        if not self.identity_header:
+            return None
+        wanted = self.identity_header.casefold()
+        for name, value in headers.items():
+            if name.casefold() == wanted:
+                return " ".join(str(value).split()) or None
+        return None
 
     def may_override(self, reviewer: str | None) -> bool:
         """An identity is required; with an allow-list, it must be on it (case-insensitive)."""
@@ -78,4 +94,5 @@ def load_review_config(environ: dict[str, str] | None = None) -> ReviewConfig:
         phrases = _split(env["EVALUATOR_PARADOX_PHRASES"])
     if env.get("EVALUATOR_REVIEWERS"):
         reviewers = _split(env["EVALUATOR_REVIEWERS"])
-    return ReviewConfig(paradox_phrases=phrases, reviewers=reviewers)
+    header = (env.get("EVALUATOR_IDENTITY_HEADER") or "").strip() or None
+    return ReviewConfig(paradox_phrases=phrases, reviewers=reviewers, identity_header=header)

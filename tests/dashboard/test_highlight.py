@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.highlight import INVISIBLE, highlight, inline, legend, plain, retrieved_table, visible_token
+from dashboard.highlight import INVISIBLE, highlight, inline, inline_html, legend, plain, retrieved_table, visible_token
 from evaluator.types import Span
 
 TAG = re.compile(r"<[^>]*>")
@@ -201,3 +201,19 @@ def test_inline_text_cannot_be_autolinked_by_markdown():
     out = html.unescape(inline("see https://evil.example/login, www.evil.example or phish@evil.example"))
     for linkable in ("https:", "www.", "phish@"):  # what GFM needs to start a link
         assert linkable not in out, linkable
+
+
+@given(st.text())
+def test_inline_html_reads_the_same_and_hides_no_character(text):
+    out = inline_html(text)
+    assert "\u2060" not in out  # the text's own word joiners are shown as tokens; none is added
+    assert set(re.findall(r"</?([a-zA-Z]+)", out)) <= {"span", "br"}
+    shown = " ".join(text.split()).replace("\x00", "\ufffd").translate(VISIBLE)
+    assert visible_text(out) == shown
+
+
+def test_inline_html_splits_what_markdown_would_link():
+    out = inline_html("dana@example.com https://evil.example www.evil.example")
+    for linkable in ("dana@", "https:", "www."):
+        assert linkable not in html.unescape(out), linkable
+    assert visible_text(out) == "dana@example.com https://evil.example www.evil.example"

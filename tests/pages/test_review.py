@@ -150,7 +150,7 @@ def test_a_logged_in_user_reviews_under_their_login(make_app, sample_store, quer
     rid = response_id(query, sample_store, "ramayana", "q34", "openai")
     app = make_app(sample_store, PAGE, response=rid, user={"is_logged_in": True, "email": "carol@example.com"})
     assert not app.text_input  # no name to type
-    assert any(html.unescape(m.value).replace("\u2060", "") == "Reviewing as **carol@example.com**"
+    assert any(html.unescape(m.value).replace("<span></span>", "") == "Reviewing as **carol@example.com**"
                for m in app.markdown)
     choose_another_value(app)
     reason_box(app).input("fine")

@@ -1,0 +1,61 @@
+"""Behind an authenticating proxy (EVALUATOR_IDENTITY_HEADER), the reviewer is the user the proxy
+names in its header: nobody types a name, and a request without the header is read-only."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import ROOT, _free_port, _wait_healthy
+
+HEADER = "X-Forwarded-Email"
+
+
+@pytest.fixture
+def proxied_server(sample_store: Path, tmp_path: Path) -> Iterator[str]:
+    port = _free_port()
+    env = {**os.environ, "EVALUATOR_DB": str(sample_store), "PYTHONPATH": str(ROOT),
+           "EVALUATOR_IDENTITY_HEADER": HEADER}
+    log = (tmp_path / "streamlit.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--server.headless", "true"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def _response_id(db: Path) -> int:
+    with duckdb.connect(str(db), read_only=True) as con:
+        return int(con.execute("SELECT min(response_id) FROM responses JOIN runs USING (run_id) "
+                               "WHERE runs.name = 'clearpath'").fetchall()[0][0])
+
+
+def test_the_proxys_user_reviews_without_typing_a_name(proxied_server, browser, sample_store):
+    context = browser.new_context(extra_http_headers={HEADER: "dana@example.com"})
+    try:
+        page = context.new_page()
+        page.goto(f"{proxied_server}/review?response={_response_id(sample_store)}")
+        expect(page.get_by_text("Reviewing as dana@example.com")).to_be_visible(timeout=30_000)
+        expect(page.get_by_label("Your name", exact=True)).to_have_count(0)
+    finally:
+        context.close()
+
+
+def test_without_the_proxys_header_the_page_is_read_only(proxied_server, page, sample_store):
+    page.goto(f"{proxied_server}/review?response={_response_id(sample_store)}")
+    expect(page.get_by_text("this request has none: the page is read-only")).to_be_visible(timeout=30_000)
+    expect(page.get_by_role("button", name="Save override")).to_be_disabled()
