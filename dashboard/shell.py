@@ -1,14 +1,18 @@
 """The app's navigation, one definition, and the guard that keeps every page inside it.
 
 Streamlit still carries its legacy multipage mode: when a folder named `pages/` sits beside
-the main script, a fresh server (and every AppTest run) first runs the requested page file
-directly (`_mpa_v1`), without app.py's `st.navigation`, page config or page titles. Only
-after some script has called `st.navigation` does Streamlit route through the app.
+the main script, a fresh server's first session (and every AppTest run) first runs the
+requested page file directly (`_mpa_v1`), without app.py's `st.navigation`, page config or
+page titles. Only after some script has called `st.navigation` does Streamlit route through
+the app.
 
-A page that finds itself run that way installs the app's navigation there and then and goes
-on rendering: Streamlit derives a page's hash from its url path, and each file in pages/ is
-named after its url path, so both modes agree on which page this is. Nothing reruns, so a
-click that arrived with this run is not lost.
+A page that finds itself run that way installs the app's navigation. On a session's first
+run it then reruns at once, before any widget exists: widgets created in a legacy-mode run get
+other ids than the same widgets in the app's routing, so a form filled in on that first page
+would lose its first submit. Later runs of a session (only AppTest resets the legacy mode for
+every run) go on rendering in place, so a click that arrived with the run is not lost.
+Streamlit derives a page's hash from its url path and each file in pages/ is named after its
+url path, so both modes agree on which page this is, and the rerun keeps the query string.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ def _pages() -> dict[str, list[StreamlitPage]]:
             page("before_after", "Before/after", "compare_arrows"),
             page("compare", "Compare runs", "difference"),
             page("metrics", "Metrics", "analytics"),
+            page("rule_lab", "Rule lab", "science", url_path="rule_lab"),
         ],
         "For reviewers": [
             page("triage", "Triage", "filter_list"),
@@ -51,7 +56,14 @@ def navigation() -> StreamlitPage:
     return st.navigation(_pages())
 
 
+FIRST_RUN_DONE = "_served_by_app"  # session state: this session has had its first run
+
+
 def served_by_app() -> None:
     """Call first in every page script."""
+    first_run = not st.session_state.get(FIRST_RUN_DONE)
+    st.session_state[FIRST_RUN_DONE] = True
     if PagesManager.uses_pages_directory:
         navigation()
+        if first_run:
+            st.rerun()

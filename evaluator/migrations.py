@@ -232,6 +232,20 @@ CREATE TABLE annotations (
 CREATE INDEX annotations_response ON annotations (response_id);
 """
 
+# Saved rule sets (issue 16 §3, the Rule lab): named versions of a complete rules text, each
+# saved as a new row (never overwritten), so an evaluation names the exact rules it used.
+SAVED_RULESETS = """
+CREATE TABLE saved_rulesets (
+    name VARCHAR NOT NULL,
+    version INTEGER NOT NULL,
+    rules_hash VARCHAR NOT NULL,
+    rules_text VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    created_by VARCHAR,
+    PRIMARY KEY (name, version)
+);
+"""
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", INITIAL),
     (2, "override lookup index", OVERRIDE_INDEX),
@@ -240,4 +254,5 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (5, "search index", SEARCH_INDEX),
     (6, "override client tokens", OVERRIDE_TOKENS),
     (7, "annotations and labels", ANNOTATIONS),
+    (8, "saved rule sets", SAVED_RULESETS),
 ]

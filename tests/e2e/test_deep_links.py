@@ -38,3 +38,4 @@ def test_first_request_to_a_deep_link_renders_that_page_in_the_app(streamlit_ser
     # Reviewers see the app, not Streamlit's developer menu (.streamlit/config.toml: toolbarMode viewer).
     expect(page.get_by_role("button", name="Deploy")).to_have_count(0)
     expect(page.locator('[data-testid="stAppDeployButton"]')).to_have_count(0)
+

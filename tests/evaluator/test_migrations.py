@@ -44,6 +44,8 @@ RELEASED = {
     4: ("evaluation verdict counts", "294b4bb77965b654ca6037a64c5b7ff455938a9e190971a1f19e162c30d43b06"),
     5: ("search index", "37d90acaf5ca76aacd9a186449929c75ad14b380b002216d395e899b971515bc"),
     6: ("override client tokens", "5089c6e4db521032357667abfab58310d9e1275027f2b74759e218af90ab3440"),
+    7: ("annotations and labels", "223ac1a1e120ff455954c39fb7fdcc326892b39fcf3a34f8ed09fc823a774afb"),
+    8: ("saved rule sets", "733cae775ab944d96d741f38f7133a2a2ec6b5a3cabd2fa9803642ac1487726a"),
 }
 
 

@@ -1,0 +1,450 @@
+"""The Rule lab's computation (issue 16 §3): an edited rule set and its before/after on a run.
+
+An edit is a set of form fields (each a key path in the rules TOML) plus an optional TOML text
+merged on top, like a user's ``--rules`` file (``rules_merge``). ``edit`` validates the result
+with the rules' own reader and names the field an error belongs to. ``preview`` evaluates every
+response of the run in Python (``evaluate_batch``: verdicts only) under the base and the edited
+rules and compares them; both are cached by (run, rules hash), the run's rows by its content.
+Nothing here writes to the store.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import threading
+import time
+import tomllib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evaluator import rules_merge
+from evaluator.evaluate import evaluate_batch
+from evaluator.rules import Rules, rules_from_text
+from evaluator.types import CHECK_NAMES, GoldClaim, ResponseInput, RetrievedItem
+
+if TYPE_CHECKING:
+    import duckdb
+
+LAB_SOURCE = "rule lab"
+TOML_FIELD = "toml"  # the key of the free TOML text's errors
+LINES, TEXT, NUMBER, CHECKS = "lines", "text", "number", "checks"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One form field of the lab: a value at ``path`` in the rules TOML."""
+
+    key: str
+    path: tuple[str, ...]
+    label: str
+    kind: str
+    help: str = ""
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+
+def fields(profile: str) -> tuple[Field, ...]:
+    """The lab's form fields for a run of this profile."""
+    prof = ("profiles", profile)
+    return (
+        Field("citation_pattern", (*prof, "citation_pattern"), "Citation pattern", TEXT,
+              "Regex of an inline citation; its group named id is compared with the retrieved ids. "
+              "Empty: no citations."),
+        Field("refusal_patterns", ("answers", "refusal_patterns"), "Refusal patterns", LINES,
+              "One regex a line, case-insensitive: a refusal (SPEC §4)."),
+        Field("redirect_patterns", ("answers", "redirect_patterns"), "Redirect patterns", LINES,
+              "One regex a line: a T3 answer must refuse and redirect."),
+        Field("abstention_patterns", ("abstention", "patterns"), "Abstention patterns", LINES,
+              "One regex a line: how RAG bots say they cannot answer from their documents."),
+        Field("refusal_phrases", ("flags", "refusal_detected", "phrases"), "Refusal phrases (refusal_detected)",
+              LINES, "One literal phrase a line, case-insensitive."),
+        Field("profile_refusal_phrases", (*prof, "refusal_phrases"), "This bot's refusal phrases", LINES,
+              "One literal phrase a line: this bot's own ways of refusing."),
+        Field("min_score", ("retrieval", "min_score"), "Retrieval threshold", NUMBER,
+              "An item must score at least this (retrieval_check, no_context_warning)."),
+        Field("allowlist", (*prof, "allowlist"), "Allowlist (proper nouns never flagged)", LINES,
+              "One name a line, exact, case-insensitive."),
+        Field("interpretation_markers", (*prof, "interpretation_markers"), "Interpretation markers", LINES,
+              "One phrase a line: a T2 answer interprets."),
+        Field("checks", (*prof, "checks"), "Checks this profile applies", CHECKS),
+    )
+
+
+class FieldError(ValueError):
+    """What is wrong with an edit, and the field (``Field.key`` or ``TOML_FIELD``) it was typed in."""
+
+    def __init__(self, field_key: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field_key
+        self.message = message
+
+
+_MISSING = object()
+
+
+def _get(data: dict[str, Any], path: Sequence[str]) -> Any:
+    node: Any = data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def _set(data: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    for part in path[:-1]:
+        data = data.setdefault(part, {})
+    data[path[-1]] = value
+
+
+def form_values(rules: Rules, profile: str) -> dict[str, Any]:
+    """The fields' values under ``rules``, as the form shows them (lists as one item a line).
+    A list holding pattern tables (case-sensitive patterns) is left to the TOML text: absent."""
+    data = tomllib.loads(rules.text)
+    out: dict[str, Any] = {}
+    for f in fields(profile):
+        value = _get(data, f.path)
+        if f.kind == LINES:
+            value = [] if value is _MISSING else value
+            if all(isinstance(v, str) for v in value):
+                out[f.key] = "\n".join(value)
+        elif f.kind == CHECKS:
+            out[f.key] = list(value) if value is not _MISSING else []
+        elif f.kind == NUMBER:
+            out[f.key] = float(value)
+        elif value is not _MISSING:
+            out[f.key] = value
+    return out
+
+
+def _parse(f: Field, value: Any) -> tuple[Any, list[int]]:
+    """A field's form value as TOML data, and (lists) each item's line number in the field."""
+    if f.kind == LINES:
+        lines = str(value).replace("\r\n", "\n").split("\n")
+        kept = [(n, line.strip() if f.key.endswith(("phrases", "allowlist", "markers")) else line.rstrip("\r"))
+                for n, line in enumerate(lines, 1) if line.strip()]
+        return [line for _, line in kept], [n for n, _ in kept]
+    if f.kind == CHECKS:
+        return [c for c in CHECK_NAMES if c in value], []
+    if f.kind == NUMBER:
+        return float(value), []
+    return str(value), []
+
+
+@dataclass(frozen=True)
+class Edit:
+    """The edited rules, and their data (the merged TOML as a dict) for saving."""
+
+    rules: Rules
+    data: dict[str, Any] = field(repr=False)
+
+    def text_as(self, name: str, base_ruleset: str) -> str:
+        """The complete rules text that defines rule set ``name`` as the edited ``base_ruleset``."""
+        data = copy.deepcopy(self.data)
+        data["rulesets"][name] = copy.deepcopy(data["rulesets"][base_ruleset])
+        return rules_merge.to_toml(data, f"rule set {name}: {base_ruleset} edited in the rule lab")
+
+
+def edit(base: Rules, profile: str, values: dict[str, Any], override_text: str = "") -> Edit:
+    """``base`` with the form's ``values`` (only the fields that changed) and ``override_text`` (TOML,
+    merged on top like a ``--rules`` file). FieldError names the field of the first error."""
+    data = tomllib.loads(base.text)
+    lines_of: dict[str, list[int]] = {}
+    overlay: dict[str, Any] = {}
+    form = fields(profile)
+    for f in form:
+        if f.key not in values:
+            continue
+        try:
+            new, lines_of[f.key] = _parse(f, values[f.key])
+        except (TypeError, ValueError):
+            raise FieldError(f.key, f"{f.label}: expected a {f.kind}") from None
+        old = _get(data, f.path)
+        if old is _MISSING and new in ([], "") or new == old:
+            continue
+        _set(overlay, f.path, new)
+    merged = rules_merge.merge(data, overlay)
+    user: dict[str, Any] = {}
+    if override_text.strip():
+        try:
+            user = tomllib.loads(override_text)
+        except tomllib.TOMLDecodeError as exc:
+            raise FieldError(TOML_FIELD, f"invalid TOML: {exc}") from None
+        merged = rules_merge.merge(merged, user)
+    try:
+        text = rules_merge.to_toml(merged, f"{base.source} edited in the rule lab")
+        rules = rules_from_text(text, LAB_SOURCE)
+    except (TypeError, ValueError) as exc:
+        raise _attributed(str(exc), form, lines_of, user) from None
+    if profile not in rules.profile_names:
+        raise FieldError(TOML_FIELD, f"the rules no longer define profile {profile!r}")
+    return Edit(rules, merged)
+
+
+_KEY_ERROR = re.compile(r"key '(?P<key>[^']*)': (?P<what>.*)", re.DOTALL)
+_INDEX = re.compile(r"\[(\d+)\]")
+
+
+def _within(key: str, path: str) -> bool:
+    return key == path or key.startswith((path + "[", path + "."))
+
+
+def _paths(data: dict[str, Any], prefix: str = "") -> list[str]:
+    out = []
+    for k, v in data.items():
+        p = f"{prefix}.{k}" if prefix else str(k)
+        out.extend(_paths(v, p) if isinstance(v, dict) and v else [p])
+    return out
+
+
+def _attributed(message: str, form: Sequence[Field], lines_of: dict[str, list[int]],
+                user: dict[str, Any]) -> FieldError:
+    """The rules reader's error, given to the field where the bad value was typed."""
+    found = _KEY_ERROR.search(message)
+    if found is None:
+        return FieldError(TOML_FIELD, message)
+    key, what = found["key"], found["what"]
+    if any(_within(key, p) for p in _paths(user)):
+        return FieldError(TOML_FIELD, f"key '{key}': {what}")
+    for f in form:
+        if _within(key, f.dotted):
+            index = _INDEX.match(key[len(f.dotted):])
+            lines = lines_of.get(f.key, [])
+            where = f"line {lines[int(index[1])]}: " if index and int(index[1]) < len(lines) else ""
+            return FieldError(f.key, f"{where}{what}")
+    return FieldError(TOML_FIELD, f"key '{key}': {what}")
+
+
+# --- the run's rows, read once per run content --------------------------------------------------
+
+RUN_SQL = """
+SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
+       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
+       rt.keys AS chunk_keys, rt.scores
+FROM responses r
+JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+LEFT JOIN (SELECT t.response_id, list(t.chunk_key ORDER BY t.rank) AS keys, list(t.score ORDER BY t.rank) AS scores
+           FROM retrieved t SEMI JOIN responses x ON x.response_id = t.response_id AND x.run_id = $run
+           GROUP BY t.response_id) rt ON rt.response_id = r.response_id
+WHERE r.run_id = $run
+ORDER BY r.response_id
+"""
+# Each chunk once (a run's responses share a corpus): its id and text by key.
+CHUNKS_SQL = """
+SELECT c.chunk_key, c.chunk_id, c.text FROM chunks c
+WHERE c.chunk_key IN (SELECT t.chunk_key FROM retrieved t JOIN responses x ON x.response_id = t.response_id
+                      WHERE x.run_id = $run)
+"""
+
+
+@dataclass(frozen=True)
+class RunRows:
+    ids: list[int]
+    inputs: list[ResponseInput]
+
+
+def _gold(raw: str | None) -> tuple[GoldClaim, ...]:
+    import orjson
+
+    return tuple(GoldClaim(tuple(c["aliases"]), c.get("supported")) for c in (orjson.loads(raw) if raw else ()))
+
+
+def read_run(con: duckdb.DuckDBPyConnection, run_id: int) -> RunRows:
+    """Every response of the run as the evaluator's input: the rows in one query, the chunks in another."""
+    import orjson
+
+    chunks_t = con.sql(CHUNKS_SQL, params={"run": run_id}).to_arrow_table()
+    chunks = dict(zip(chunks_t.column("chunk_key").to_pylist(),
+                      zip(chunks_t.column("chunk_id").to_pylist(), chunks_t.column("text").to_pylist(), strict=True),
+                      strict=True))
+    t = con.sql(RUN_SQL, params={"run": run_id}).to_arrow_table()
+    c = {name: t.column(name).to_pylist() for name in t.column_names}
+    golds: dict[str | None, tuple[GoldClaim, ...]] = {}
+    expected: dict[str | None, tuple[str, ...]] = {}
+    inputs = []
+    for i in range(t.num_rows):
+        gold_raw, ids_raw = c["gold_answers"][i], c["expected_ids"][i]
+        if gold_raw not in golds:
+            golds[gold_raw] = _gold(gold_raw)
+        if ids_raw not in expected:
+            expected[ids_raw] = tuple(orjson.loads(ids_raw)) if ids_raw else ()
+        keys, scores = c["chunk_keys"][i] or (), c["scores"][i] or ()
+        retrieved = tuple(RetrievedItem(chunks[k][0], chunks[k][1], s)
+                          for k, s in zip(keys, scores, strict=True) if k in chunks)
+        inputs.append(ResponseInput(
+            question_id=c["question_id"][i], question=c["question"][i], provider=c["provider"][i],
+            answer=c["answer"][i], template=c["template"][i], expected_template=c["expected_template"][i],
+            expected_routing=c["expected_routing"][i], classification=c["classification"][i],
+            retrieved=retrieved, gold_answers=golds[gold_raw], answerable=c["answerable"][i],
+            expected_ids=expected[ids_raw],
+        ))
+    return RunRows(c["response_id"], inputs)
+
+
+# --- verdicts and their comparison --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """One evaluation of every response of a run: PASS/FAIL overall, the six checks' verdicts, the group."""
+
+    passed: list[bool]
+    checks: list[tuple[str, ...]]
+    groups: list[str]
+    seconds: float
+
+
+def evaluate_rows(rows: RunRows, rules: Rules, ruleset: str, profile: str) -> Verdicts:
+    started = time.perf_counter()
+    results = evaluate_batch(rows.inputs, ruleset=ruleset, rules=rules, profile=profile)
+    groups = ["T3" if ev.is_t3 else (resp.expected_template or resp.template or "none")
+              for ev, resp in zip(results, rows.inputs, strict=True)]
+    return Verdicts([ev.overall == "PASS" for ev in results],
+                    [tuple(c.verdict for c in ev.checks) for ev in results], groups,
+                    time.perf_counter() - started)
+
+
+class _Cache:
+    """A small thread-safe LRU (pages of several sessions share it): key -> value."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.items, self.lock = size, OrderedDict[Any, Any](), threading.Lock()
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        value = make()
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+        return value
+
+
+_ROWS = _Cache(2)
+_VERDICTS = _Cache(16)
+
+
+def cached_rows(run_key: tuple[Any, ...], load: Callable[[], RunRows]) -> RunRows:
+    """The run's rows, read once per ``run_key`` (e.g. store path, run id, content hash)."""
+    rows: RunRows = _ROWS.get(run_key, load)
+    return rows
+
+
+def cached_verdicts(run_key: tuple[Any, ...], rows: RunRows, rules: Rules, ruleset: str, profile: str) -> Verdicts:
+    """The run's verdicts under these rules, computed once per (run, rules hash, rule set, profile)."""
+    verdicts: Verdicts = _VERDICTS.get((run_key, rules.hash, ruleset, profile),
+                                       lambda: evaluate_rows(rows, rules, ruleset, profile))
+    return verdicts
+
+
+@dataclass(frozen=True)
+class Flip:
+    response_id: int
+    question_id: str
+    provider: str
+    template: str
+    before: str
+    after: str
+    changes: tuple[tuple[str, str, str], ...]  # (check, before, after) for each check that changed
+
+
+@dataclass(frozen=True)
+class Group:
+    template: str
+    provider: str
+    n: int
+    passed_before: int
+    passed_after: int
+
+
+@dataclass(frozen=True)
+class Preview:
+    n: int
+    passed_before: int
+    passed_after: int
+    groups: list[Group]
+    flips: list[Flip]
+    check_changes: dict[str, int]  # check -> responses whose verdict of it changed
+
+
+def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
+    """Pass rates per template and provider under both, and the responses whose verdict flipped."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    flips: list[Flip] = []
+    changed = dict.fromkeys(CHECK_NAMES, 0)
+    for i, resp in enumerate(rows.inputs):
+        group = before.groups[i]
+        c = counts.setdefault((group, resp.provider), [0, 0, 0])
+        pb, pa = before.passed[i], after.passed[i]
+        c[0] += 1
+        c[1] += pb
+        c[2] += pa
+        cb, ca = before.checks[i], after.checks[i]
+        if cb == ca:
+            continue
+        diff = tuple((name, vb, va) for name, vb, va in zip(CHECK_NAMES, cb, ca, strict=True) if vb != va)
+        for name, _, _ in diff:
+            changed[name] += 1
+        if pb != pa:
+            flips.append(Flip(rows.ids[i], resp.question_id, resp.provider, group,
+                              "PASS" if pb else "FAIL", "PASS" if pa else "FAIL", diff))
+    groups = [Group(t, p, n, b, a) for (t, p), (n, b, a) in sorted(counts.items(), key=lambda kv: kv[0])]
+    return Preview(len(rows.ids), sum(before.passed), sum(after.passed), groups, flips, changed)
+
+
+# --- the base as stored: an evaluation under the same rules is read, not recomputed -------------
+
+STORED_SQL = """
+SELECT rr.response_id, rr.overall = 'PASS' AS passed, rr.template_group,
+       list(c.verdict ORDER BY list_position($checks, c.check_name)) AS verdicts
+FROM response_results rr
+JOIN check_results c ON c.evaluation_id = rr.evaluation_id AND c.response_id = rr.response_id
+WHERE rr.evaluation_id = $evaluation
+GROUP BY ALL
+ORDER BY rr.response_id
+"""
+
+
+def stored_evaluation(con: duckdb.DuckDBPyConnection, run_id: int, ruleset: str, rules: Rules,
+                      profile: str) -> int | None:
+    """The run's latest stored evaluation under this rule set, these rules (hash) and profile."""
+    row = con.execute(
+        """SELECT max(evaluation_id) FROM evaluations
+           WHERE run_id = $run AND ruleset = $ruleset AND rules_hash = $hash
+                 AND coalesce(profile, $profile) = $profile""",
+        {"run": run_id, "ruleset": ruleset, "hash": rules.hash, "profile": profile},
+    ).fetchall()
+    return int(row[0][0]) if row and row[0][0] is not None else None
+
+
+def stored_verdicts(con: duckdb.DuckDBPyConnection, evaluation_id: int, rows: RunRows) -> Verdicts | None:
+    """A stored evaluation's verdicts in the rows' order (None when it does not cover exactly these rows)."""
+    started = time.perf_counter()
+    t = con.sql(STORED_SQL, params={"checks": list(CHECK_NAMES), "evaluation": evaluation_id}).to_arrow_table()
+    if t.column("response_id").to_pylist() != rows.ids:
+        return None
+    checks = [tuple(v) for v in t.column("verdicts").to_pylist()]
+    if any(len(v) != len(CHECK_NAMES) for v in checks):
+        return None
+    return Verdicts(t.column("passed").to_pylist(), checks, t.column("template_group").to_pylist(),
+                    time.perf_counter() - started)
+
+
+def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows: RunRows, rules: Rules,
+                  ruleset: str, profile: str, evaluation_id: int | None) -> Verdicts:
+    """The base's verdicts: read from its stored evaluation under the same rules when there is one
+    (cheaper than evaluating), else evaluated; cached like ``cached_verdicts``."""
+    def make() -> Verdicts:
+        found = stored_verdicts(con, evaluation_id, rows) if evaluation_id is not None else None
+        return found if found is not None else evaluate_rows(rows, rules, ruleset, profile)
+
+    verdicts: Verdicts = _VERDICTS.get((run_key, rules.hash, ruleset, profile), make)
+    return verdicts

@@ -1,0 +1,121 @@
+"""The Rule lab's computation on the sample store: edits, their errors, and the before/after."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from evaluator import rule_lab as lab
+from evaluator.rules import load_rules, rules_from_text
+from evaluator.store import connect
+
+RUN, PROFILE, RULESET = "ramayana", "ramayana", "t3_aware"
+NEW_REFUSAL = "the text (states|says)"
+
+
+def run_rows(db: Path) -> tuple[int, lab.RunRows]:
+    with connect(db, read_only=True) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = ?", [RUN]).fetchall()[0][0]
+        return run_id, lab.read_run(con, run_id)
+
+
+def with_refusal(pattern: str) -> dict[str, object]:
+    values = lab.form_values(load_rules(), PROFILE)
+    values["refusal_patterns"] = f"{values['refusal_patterns']}\n{pattern}"
+    return values
+
+
+def test_adding_a_refusal_pattern_flips_the_answers_that_say_it(sample_store: Path) -> None:
+    _, rows = run_rows(sample_store)
+    base = load_rules()
+    edited = lab.edit(base, PROFILE, with_refusal(NEW_REFUSAL)).rules
+    preview = lab.compare(rows, lab.evaluate_rows(rows, base, RULESET, PROFILE),
+                          lab.evaluate_rows(rows, edited, RULESET, PROFILE))
+    answers = dict(zip(rows.ids, (r.answer for r in rows.inputs), strict=True))
+    assert preview.flips
+    for flip in preview.flips:
+        assert (flip.before, flip.after) == ("PASS", "FAIL")
+        assert ("answers_question", "PASS", "FAIL") in flip.changes
+        assert re.search(NEW_REFUSAL, answers[flip.response_id], re.IGNORECASE)
+    assert preview.passed_after == preview.passed_before - len(preview.flips)
+
+
+def test_unchanged_form_keeps_the_base_rules_and_flips_nothing(sample_store: Path) -> None:
+    _, rows = run_rows(sample_store)
+    base = load_rules()
+    edited = lab.edit(base, PROFILE, lab.form_values(base, PROFILE)).rules
+    assert edited.hash == base.hash
+    verdicts = lab.evaluate_rows(rows, base, RULESET, PROFILE)
+    assert lab.compare(rows, verdicts, verdicts).flips == []
+
+
+def test_pass_rates_are_given_per_template_and_provider(sample_store: Path) -> None:
+    _, rows = run_rows(sample_store)
+    verdicts = lab.evaluate_rows(rows, load_rules(), RULESET, PROFILE)
+    preview = lab.compare(rows, verdicts, verdicts)
+    keys = {(g.template, g.provider) for g in preview.groups}
+    assert keys == {(t, r.provider) for t, r in zip(verdicts.groups, rows.inputs, strict=True)}
+    assert sum(g.n for g in preview.groups) == len(rows.ids) == preview.n
+
+
+def test_a_bad_regex_is_reported_at_its_field_and_line() -> None:
+    with pytest.raises(lab.FieldError) as err:
+        lab.edit(load_rules(), PROFILE, with_refusal("(unclosed"))
+    assert err.value.field == "refusal_patterns"
+    n_lines = len(lab.form_values(load_rules(), PROFILE)["refusal_patterns"].splitlines())
+    assert err.value.message.startswith(f"line {n_lines + 1}: bad regex")
+
+
+def test_a_backtracking_regex_is_reported_at_its_field() -> None:
+    values = lab.form_values(load_rules(), PROFILE)
+    values["citation_pattern"] = r"\[(a+)+\]"
+    with pytest.raises(lab.FieldError) as err:
+        lab.edit(load_rules(), PROFILE, values)
+    assert err.value.field == "citation_pattern"
+    assert "backtrack" in err.value.message
+
+
+def test_an_unknown_key_in_the_toml_text_is_reported_at_the_toml_field() -> None:
+    with pytest.raises(lab.FieldError) as err:
+        lab.edit(load_rules(), PROFILE, {}, "[retrieval]\nmin_scor = 0.2\n")
+    assert err.value.field == lab.TOML_FIELD
+    assert "retrieval.min_scor" in err.value.message and "unknown key" in err.value.message
+
+
+def test_the_toml_text_is_merged_on_top_of_the_form(sample_store: Path) -> None:
+    values = lab.form_values(load_rules(), PROFILE)
+    values["min_score"] = 0.5
+    edited = lab.edit(load_rules(), PROFILE, values, "[retrieval]\nmin_score = 0.9\n").rules
+    assert edited.min_score == 0.9
+
+
+def test_saved_text_defines_the_new_rule_set_as_the_edited_base() -> None:
+    edit = lab.edit(load_rules(), PROFILE, with_refusal(NEW_REFUSAL))
+    rules = rules_from_text(edit.text_as("strict_refusals", RULESET))
+    assert rules.ruleset("strict_refusals").t3_not_applicable == rules.ruleset(RULESET).t3_not_applicable
+    assert NEW_REFUSAL in rules.refusal_patterns
+    assert tomllib.loads(rules.text)["rulesets"]["strict_refusals"] == tomllib.loads(rules.text)["rulesets"][RULESET]
+
+
+def test_stored_verdicts_equal_the_evaluated_ones(sample_store: Path) -> None:
+    run_id, rows = run_rows(sample_store)
+    rules = load_rules()
+    with connect(sample_store, read_only=True) as con:
+        evaluation = lab.stored_evaluation(con, run_id, RULESET, rules, PROFILE)
+        assert evaluation is not None
+        stored = lab.stored_verdicts(con, evaluation, rows)
+    evaluated = lab.evaluate_rows(rows, rules, RULESET, PROFILE)
+    assert stored is not None
+    assert (stored.passed, stored.checks, stored.groups) == (evaluated.passed, evaluated.checks, evaluated.groups)
+
+
+def test_verdicts_are_cached_by_run_and_rules_hash(sample_store: Path) -> None:
+    _, rows = run_rows(sample_store)
+    key = (str(sample_store), "cache-test")
+    first = lab.cached_verdicts(key, rows, load_rules(), RULESET, PROFILE)
+    assert lab.cached_verdicts(key, rows, load_rules(), RULESET, PROFILE) is first
+    edited = lab.edit(load_rules(), PROFILE, with_refusal(NEW_REFUSAL)).rules
+    assert lab.cached_verdicts(key, rows, edited, RULESET, PROFILE) is not first
