@@ -7,9 +7,10 @@ import sys
 
 import duckdb
 
-from evaluator.cli.common import UsageError, run_id_for
+from evaluator.errors import UsageError
 from evaluator.rules import Rules, load_rules
-from evaluator.store import connect, db_path_of, fetch_one
+from evaluator.run_lookup import run_id_for
+from evaluator.store import connect, db_path_of, fetch_one, fetch_value
 
 # The built-in rule sets, read from the default rules (a user's --rules file may add more; code
 # that has the loaded rules asks them: ``rules.ruleset_names``). Kept for argparse choices.
@@ -24,7 +25,8 @@ def computable(rules: Rules | None) -> tuple[str, ...]:
 def recorded_evaluation(con: duckdb.DuckDBPyConnection, run_name: str) -> int:
     run_id = run_id_for(con, run_name)
     row = fetch_one(
-        con, "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ? AND ruleset = 'recorded'", [run_id]
+        con, "SELECT max(evaluation_id) FROM evaluations WHERE run_id = $run AND ruleset = 'recorded'",
+        {"run": run_id},
     )
     if row is None or row[0] is None:
         raise UsageError(f"run {run_name!r} has no recorded verdicts in its file; use --ruleset "
@@ -48,8 +50,9 @@ def ruleset_evaluation(
     run_id = run_id_for(con, run_name)
     row = fetch_one(
         con,
-        "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ? AND ruleset = ? AND rules_hash = ?",
-        [run_id, ruleset, rules.hash],
+        "SELECT max(evaluation_id) FROM evaluations WHERE run_id = $run AND ruleset = $ruleset "
+        "AND rules_hash = $hash",
+        {"run": run_id, "ruleset": ruleset, "hash": rules.hash},
     )
     if row is not None and row[0] is not None:
         return int(row[0])
@@ -74,14 +77,13 @@ def ensure_evaluation(db: str | os.PathLike[str] | None, run_name: str, ruleset:
     if ruleset not in rules.ruleset_names:
         return
     with connect(db, read_only=True, upgrade=True) as con:
-        found = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
-        if found is None:
-            return
-        sql = "SELECT count(*) FROM evaluations WHERE run_id = ? AND ruleset = ?"
-        params: list = [found[0], ruleset]
-        if not any_rules:
-            sql, params = sql + " AND rules_hash = ?", [*params, rules.hash]
-        if fetch_one(con, sql, params) != (0,):
+        stored = fetch_value(
+            con,
+            """SELECT count(*) FROM evaluations e JOIN runs r ON r.run_id = e.run_id
+               WHERE r.name = $name AND e.ruleset = $ruleset AND ($any_rules OR e.rules_hash = $hash)""",
+            {"name": run_name, "ruleset": ruleset, "any_rules": any_rules, "hash": rules.hash},
+        )
+        if stored or fetch_value(con, "SELECT count(*) FROM runs WHERE name = $name", {"name": run_name}) == 0:
             return
     from evaluator.recompute import recompute
 

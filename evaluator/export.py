@@ -10,6 +10,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from evaluator.errors import UsageError
 from evaluator.recompute import load_response
 from evaluator.rules import rules_from_text
 from evaluator.store import fetch_one
@@ -48,8 +49,6 @@ ORDER BY r.response_id
 def export_format(path: Path) -> str:
     fmt = EXPORT_FORMATS.get(path.suffix.lower())
     if fmt is None:
-        from evaluator.cli.common import UsageError
-
         raise UsageError(f"{path}: cannot export to {path.suffix!r}; use a .jsonl, .csv or .parquet file name")
     return fmt
 

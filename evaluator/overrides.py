@@ -19,6 +19,7 @@ import duckdb
 
 from evaluator.queries.effective import LATEST_OVERRIDES, check_results_cte, response_results_cte
 from evaluator.review_config import ReviewConfig, load_review_config
+from evaluator.run_lookup import run_id_for
 from evaluator.store import atomic, fetch_one, fetch_value
 from evaluator.types import CHECK_NAMES
 
@@ -335,8 +336,6 @@ def agreement(con: duckdb.DuckDBPyConnection, run: str, evaluation_id: int | Non
     for a check) / computed FAIL reviewed; false-pass rate = PASS→FAIL / computed PASS
     reviewed (None when nothing was reviewed). Confirming overrides count as reviewed.
     """
-    from evaluator.cli.common import run_id_for
-
     run_id = run_id_for(con, run)
     if evaluation_id is None:
         evaluation_id = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ?",  # type: ignore[assignment]

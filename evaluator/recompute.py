@@ -16,11 +16,13 @@ import duckdb
 import orjson
 import pyarrow as pa
 
+from evaluator.errors import UsageError
 from evaluator.evaluate import evaluate, evaluate_batch
 from evaluator.results import write_evaluation_counts
 from evaluator.rules import Rules, load_rules, rules_from_text
+from evaluator.run_lookup import run_id_for
 from evaluator.staging import RunChangedError, attached, copy_back, snapshot_run, staging_area
-from evaluator.store import atomic, connect, fetch_one, next_id
+from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
 from evaluator.types import GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
 from evaluator.workers import die_with_parent, worker_pool
 
@@ -29,6 +31,7 @@ STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's
 PARALLEL_FROM = 50_000  # below this, a process pool costs more than it saves
 SPANS_UP_TO = 100_000  # store highlight spans for runs up to this size; bigger runs compute them on display
 
+# Every query takes named parameters ($run, $lo/$hi for a batch, $ids for a list of responses).
 RUN_ROWS_SQL = """
 SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
        q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
@@ -36,49 +39,53 @@ SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.templat
           FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
          WHERE rt.response_id = r.response_id) AS retrieved
 FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.run_id = ?
+WHERE r.run_id = $run
 ORDER BY r.response_id
 """
-RESPONSE_ROW_SQL = RUN_ROWS_SQL.replace("WHERE r.run_id = ?", "WHERE r.response_id = ?")
 
 # Recompute reads a run in flat batches of response ids (no nested lists: DuckDB builds those
 # slowly and, for a whole run, in memory all at once); workers put the rows together.
 BATCH_BOUNDS_SQL = """
 SELECT response_id FROM (SELECT response_id, row_number() OVER (ORDER BY response_id) AS n
-                         FROM responses WHERE run_id = ?)
-WHERE (n - 1) % ? = 0 ORDER BY response_id
+                         FROM responses WHERE run_id = $run)
+WHERE (n - 1) % $batch_rows = 0 ORDER BY response_id
 """
 # A run's questions go to each worker once; batches carry the responses' own columns only
 # (joining questions per batch hashed the whole question table 50 times for a 1M run).
 RUN_QUESTIONS_SQL = """
 SELECT question_id, question, expected_template, expected_routing, gold_answers, expected_ids
-FROM questions WHERE run_id = ?
-"""
+FROM questions WHERE run_id = $1
+"""  # numbered, not $run: tests/evaluator/test_recompute.py passes the run id as a list
 BATCH_ROWS_SQL = """
 SELECT r.response_id, r.question_id, r.provider, r.answer, r.template, r.classification, r.answerable
 FROM responses r
-WHERE r.run_id = ? AND r.response_id BETWEEN ? AND ?
-ORDER BY r.response_id
-"""
-IDS_ROWS_SQL = """
-SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
-       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids
-FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.response_id IN (SELECT unnest(?::BIGINT[]))
+WHERE r.run_id = $run AND r.response_id BETWEEN $lo AND $hi
 ORDER BY r.response_id
 """
 BATCH_RETRIEVED_SQL = """
 SELECT response_id, chunk_key, score FROM retrieved
-WHERE response_id BETWEEN ? AND ? ORDER BY response_id, rank
+WHERE response_id BETWEEN $lo AND $hi ORDER BY response_id, rank
 """
 BATCH_CHUNKS_SQL = """
 SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
-WHERE rt.response_id BETWEEN ? AND ?
+WHERE rt.response_id BETWEEN $lo AND $hi
 """
-
-_IDS = "IN (SELECT unnest(?::BIGINT[]))"
-IDS_RETRIEVED_SQL = BATCH_RETRIEVED_SQL.replace("response_id BETWEEN ? AND ?", f"response_id {_IDS}")
-IDS_CHUNKS_SQL = BATCH_CHUNKS_SQL.replace("rt.response_id BETWEEN ? AND ?", f"rt.response_id {_IDS}")
+# The same three reads for a list of responses (a page's, an export's), questions joined in.
+IDS_ROWS_SQL = """
+SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
+       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids
+FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+WHERE r.response_id IN (SELECT unnest($ids::BIGINT[]))
+ORDER BY r.response_id
+"""
+IDS_RETRIEVED_SQL = """
+SELECT response_id, chunk_key, score FROM retrieved
+WHERE response_id IN (SELECT unnest($ids::BIGINT[])) ORDER BY response_id, rank
+"""
+IDS_CHUNKS_SQL = """
+SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
+WHERE rt.response_id IN (SELECT unnest($ids::BIGINT[]))
+"""
 
 
 @dataclass(frozen=True)
@@ -126,7 +133,7 @@ def load_responses(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) 
     ids = [int(i) for i in response_ids]
     if not ids:
         return {}
-    params = [ids]
+    params = {"ids": ids}
     batch = (con.sql(IDS_ROWS_SQL, params=params).to_arrow_table(),
              con.sql(IDS_RETRIEVED_SQL, params=params).to_arrow_table(),
              con.sql(IDS_CHUNKS_SQL, params=params).to_arrow_table())
@@ -135,10 +142,7 @@ def load_responses(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) 
 
 
 def load_response(con: duckdb.DuckDBPyConnection, response_id: int) -> ResponseInput | None:
-    cursor = con.execute(RESPONSE_ROW_SQL, [response_id])
-    columns = [d[0] for d in cursor.description]
-    rows = cursor.fetchall()
-    return response_input(dict(zip(columns, rows[0], strict=True))) if rows else None
+    return load_responses(con, [response_id]).get(int(response_id))
 
 
 def spans_json(spans: Sequence[Span]) -> str:
@@ -240,15 +244,16 @@ def _evaluate_batch(batch: _Batch) -> _Results:
 
 def _flat_batches(con: duckdb.DuckDBPyConnection, run_id: int) -> Iterator[_Batch]:
     """The run in batches of BATCH_ROWS responses, each as three flat Arrow tables."""
-    starts = [row[0] for row in con.execute(BATCH_BOUNDS_SQL, [run_id, BATCH_ROWS]).fetchall()]
-    last = fetch_one(con, "SELECT max(response_id) FROM responses WHERE run_id = ?", [run_id])
+    starts = [row[0] for row in con.execute(BATCH_BOUNDS_SQL, {"run": run_id, "batch_rows": BATCH_ROWS}).fetchall()]
+    last = fetch_one(con, "SELECT max(response_id) FROM responses WHERE run_id = $run", {"run": run_id})
     if not starts or last is None:
         return
     ends = [s - 1 for s in starts[1:]] + [int(last[0])]
     for lo, hi in zip(starts, ends, strict=True):
-        yield (con.sql(BATCH_ROWS_SQL, params=[run_id, lo, hi]).to_arrow_table(),
-               con.sql(BATCH_RETRIEVED_SQL, params=[lo, hi]).to_arrow_table(),
-               con.sql(BATCH_CHUNKS_SQL, params=[lo, hi]).to_arrow_table())
+        bounds = {"lo": lo, "hi": hi}
+        yield (con.sql(BATCH_ROWS_SQL, params={"run": run_id, **bounds}).to_arrow_table(),
+               con.sql(BATCH_RETRIEVED_SQL, params=bounds).to_arrow_table(),
+               con.sql(BATCH_CHUNKS_SQL, params=bounds).to_arrow_table())
 
 
 CHECKS_SCHEMA = pa.schema([("response_id", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string()),
@@ -299,8 +304,6 @@ def recompute(
     """Evaluate every response of a run and store the evaluation, holding the store only to copy
     the run out and to append the results in one transaction (evaluator.staging). ``profile``
     (a profile of ``rules``) replaces the run's own for this evaluation."""
-    from evaluator.cli.common import UsageError, run_id_for
-
     rules = rules or load_rules()
     rules.ruleset(ruleset)  # an unknown rule set or profile fails before the store is opened
     if profile is not None:
@@ -308,7 +311,8 @@ def recompute(
     with staging_area(db) as stage:
         with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
-            row = fetch_one(con, "SELECT profile, n_responses, content_hash FROM runs WHERE run_id = ?", [run_id])
+            row = fetch_one(con, "SELECT profile, n_responses, content_hash FROM runs WHERE run_id = $run",
+                            {"run": run_id})
             assert row is not None
             run_profile, n, content_hash = str(row[0]), int(row[1]), row[2]
             profile = profile or run_profile
@@ -327,7 +331,7 @@ def recompute(
             scon.close()
         # write window: the evaluation gets its id from the store's sequence as it is copied in
         with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):
-            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != (content_hash,):
+            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id}) != (content_hash,):
                 raise RunChangedError(f"run {run_name!r} was replaced or removed while it was being evaluated; "
                                       "nothing was written: run the command again")
             evaluation_id = next_id(con, "evaluation_ids")
@@ -344,7 +348,7 @@ def evaluate_into(
 ) -> float:
     """Evaluate the run held by `con` (the staging file) and write the evaluation there, in one
     transaction; returns the time it took."""
-    n = int(fetch_one(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id])[0])  # type: ignore[index]
+    n = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id}))
     workers = workers if workers is not None else (min(os.cpu_count() or 1, 4) if n >= PARALLEL_FROM else 1)
     started = time.perf_counter()
     bar = _progress_bar(progress, n, label, ruleset)
@@ -352,8 +356,9 @@ def evaluate_into(
         con.execute(
             """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
                                         n_responses, rules_text, profile, with_spans)
-               VALUES (?, ?, ?, ?, ?, now(), ?, ?, ?, ?)""",
-            [evaluation_id, run_id, ruleset, rules.hash, rules.source, n, rules.text, profile, with_spans],
+               VALUES ($evaluation, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, $with_spans)""",
+            {"evaluation": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash,
+             "source": rules.source, "n": n, "text": rules.text, "profile": profile, "with_spans": with_spans},
         )
         done: list[_Results] = []
         held = 0
@@ -370,7 +375,8 @@ def evaluate_into(
         _flush(con, done, evaluation_id)
         write_evaluation_counts(con, evaluation_id)
         duration = time.perf_counter() - started
-        con.execute("UPDATE evaluations SET duration_s = ? WHERE evaluation_id = ?", [duration, evaluation_id])
+        con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
+                    {"duration": duration, "evaluation": evaluation_id})
     if bar is not None:
         bar.close()
     return duration
@@ -389,22 +395,22 @@ def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: 
         try:
             con.execute(
                 f"""INSERT INTO response_results
-                    SELECT ?, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
+                    SELECT $evaluation, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
                     FROM o JOIN responses r ON r.response_id = o.response_id
                     JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""",
-                [evaluation_id],
+                {"evaluation": evaluation_id},
             )
         finally:
             con.unregister("o")
     for table, data, select in (
-        ("check_results", checks, "SELECT ?, response_id, check_name, verdict, reason, spans::JSON FROM t"),
-        ("flags", flags, "SELECT ?, response_id, flag, severity, spans::JSON FROM t"),
+        ("check_results", checks, "SELECT $evaluation, response_id, check_name, verdict, reason, spans::JSON FROM t"),
+        ("flags", flags, "SELECT $evaluation, response_id, flag, severity, spans::JSON FROM t"),
     ):
         if not data.num_rows:
             continue
         con.register("t", data)
         try:
-            con.execute(f"INSERT INTO {table} {select}", [evaluation_id])
+            con.execute(f"INSERT INTO {table} {select}", {"evaluation": evaluation_id})
         finally:
             con.unregister("t")
 

@@ -13,7 +13,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from evaluator.cli.common import UsageError
+from evaluator.errors import UsageError
 from evaluator.readers import InputError
 from evaluator.staging import RunChangedError
 from evaluator.store import StoreBusyError, set_waiting

@@ -17,8 +17,10 @@ from typing import Any
 
 from evaluator.agreement import LEVELS, AgreementError
 from evaluator.annotations import labels
-from evaluator.cli.common import UsageError, print_json, print_table, run_id_for
+from evaluator.cli.common import print_json, print_table
+from evaluator.errors import UsageError
 from evaluator.queries import agreement as q
+from evaluator.run_lookup import run_id_for
 from evaluator.store import connect, fetch_value
 
 HELP = ("Krippendorff's alpha among a run's annotators per label, and each automated check's agreement with "

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 
 from evaluator.annotations import export_sql
-from evaluator.cli.common import run_id_for
 from evaluator.export import export_format
+from evaluator.run_lookup import run_id_for
 from evaluator.store import connect, fetch_value, quote_literal
 
 HELP = ("export a run's current human ratings (question_id, provider, annotator, label, value, reason, "

@@ -6,22 +6,10 @@ import json
 import sys
 from typing import Any
 
-import duckdb
+from evaluator.errors import UsageError
+from evaluator.run_lookup import run_id_for
 
-from evaluator.store import fetch_one
-
-
-class UsageError(Exception):
-    """Something the user asked for that cannot be done as asked; the message says what to fix."""
-
-
-def run_id_for(con: duckdb.DuckDBPyConnection, name: str) -> int:
-    row = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [name])
-    if row is None:
-        names = [r[0] for r in con.execute("SELECT name FROM runs ORDER BY run_id").fetchall()]
-        known = ", ".join(names) if names else "none yet: ingest one first"
-        raise UsageError(f"no run named {name!r} (runs: {known})")
-    return int(row[0])
+__all__ = ["UsageError", "load_rules_arg", "print_json", "print_table", "run_id_for"]
 
 
 def print_json(value: Any) -> None:

@@ -12,8 +12,9 @@ import argparse
 import sys
 from typing import Any
 
-from evaluator.cli.common import UsageError, load_rules_arg, print_json
+from evaluator.cli.common import load_rules_arg, print_json
 from evaluator.cli.compare import RECORDED, resolve
+from evaluator.errors import UsageError
 from evaluator.evaluations import ensure_evaluation
 from evaluator.queries.overview import pass_rate_counts
 from evaluator.store import connect

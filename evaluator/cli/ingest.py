@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator.cli.common import UsageError
+from evaluator.errors import UsageError
 from evaluator.ingest import DuplicateRunError, prepare_run, store_run_staged
 from evaluator.readers import ALL_FORMATS
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator.cli.common import UsageError, load_rules_arg, print_json, print_table
+from evaluator.cli.common import load_rules_arg, print_json, print_table
+from evaluator.errors import UsageError
 from evaluator.judges import JUDGE_NAMES, JudgeError
 from evaluator.metrics.runner import compute_and_store
 

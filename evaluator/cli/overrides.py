@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evaluator.cli.common import run_id_for
 from evaluator.export import export_format, write_table
 from evaluator.overrides import EXPORT_SQL
+from evaluator.run_lookup import run_id_for
 from evaluator.store import connect
 
 HELP = "export a run's reviewer overrides (with question_id and provider) to .jsonl, .csv or .parquet"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator.cli.common import UsageError, load_rules_arg, print_json
+from evaluator.cli.common import load_rules_arg, print_json
+from evaluator.errors import UsageError
 from evaluator.evaluations import RULESETS
 from evaluator.recompute import recompute
+from evaluator.stored_rulesets import saved_rules
 
 HELP = "recompute the six checks and three flags of a run (all providers) and store the evaluation"
 
@@ -25,11 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="store highlight spans (default for runs up to 100k responses)")
     spans.add_argument("--no-spans", dest="spans", action="store_false",
                        help="store verdicts only; pages compute highlights when shown")
+    parser.add_argument("--engine", choices=("python", "sql"), default="python",
+                        help="python (the reference) or sql (evaluated inside DuckDB; no stored spans)")
+    parser.add_argument("--verify", type=int, default=0, metavar="N",
+                        help="with --engine sql: re-evaluate N random responses in Python; any difference "
+                        "writes nothing and exits 1")
     parser.add_argument("--json", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
     rules = load_rules_arg(args.rules)
+    if args.ruleset not in rules.ruleset_names:  # a rule set saved in the store (the Rule lab)
+        rules = saved_rules(args.db, args.ruleset) or rules
     where = f" (built-in rules + {args.rules})" if args.rules else ""
     if args.ruleset not in rules.ruleset_names:
         raise UsageError(f"unknown rule set {args.ruleset!r}; the rules{where} define: "
@@ -37,8 +46,18 @@ def run(args: argparse.Namespace) -> int:
     if args.profile is not None and args.profile not in rules.profile_names:
         raise UsageError(f"unknown profile {args.profile!r}; the rules{where} define: "
                          f"{', '.join(rules.profile_names)}")
-    result = recompute(args.db, args.run, args.ruleset, rules=rules, with_spans=args.spans,
-                       workers=args.workers, progress=sys.stderr.isatty(), profile=args.profile)
+    if args.engine == "sql":
+        from evaluator.sql.engine import VerifyError
+        from evaluator.sql.recompute import recompute_sql
+        try:
+            result = recompute_sql(args.db, args.run, args.ruleset, rules=rules, profile=args.profile,
+                                   verify_n=args.verify)
+        except VerifyError as exc:
+            print(f"error: --verify found a difference, nothing was written: {exc}", file=sys.stderr)
+            return 1
+    else:
+        result = recompute(args.db, args.run, args.ruleset, rules=rules, with_spans=args.spans,
+                           workers=args.workers, progress=sys.stderr.isatty(), profile=args.profile)
     summary = {"evaluation_id": result.evaluation_id, "run": result.run, "ruleset": result.ruleset,
                "rules_hash": result.rules_hash, "responses": result.n_responses,
                "duration_s": round(result.duration_s, 3)}

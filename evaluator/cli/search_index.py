@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from evaluator import search_index
-from evaluator.cli.common import print_json, run_id_for
+from evaluator.cli.common import print_json
+from evaluator.run_lookup import run_id_for
 from evaluator.store import atomic, connect, fetch_value
 
 HELP = ("build the word index of a run's answers and comments, so Triage's free-text search reads only "

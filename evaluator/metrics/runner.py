@@ -14,11 +14,11 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from evaluator.cli.common import run_id_for
 from evaluator.judges import Judge, JudgeVerdict, make_judge
 from evaluator.metrics.trust import TrustScore, trust_score
 from evaluator.recompute import RUN_ROWS_SQL, response_input
 from evaluator.rules import Rules, load_rules
+from evaluator.run_lookup import run_id_for
 from evaluator.staging import RunChangedError, snapshot_run, staging_area
 from evaluator.store import atomic, connect, fetch_one
 from evaluator.types import ResponseInput
@@ -35,8 +35,9 @@ class StoreJudgeCache:
         self.new: list[tuple[str, str, str, str]] = []
 
     def get(self, judge: str, model: str, prompt_hash: str) -> str | None:
-        row = fetch_one(self.con, "SELECT reply FROM judge_cache WHERE judge = ? AND model = ? AND prompt_hash = ?",
-                        [judge, model, prompt_hash])
+        row = fetch_one(self.con, "SELECT reply FROM judge_cache WHERE judge = $judge AND model = $model "
+                        "AND prompt_hash = $prompt_hash",
+                        {"judge": judge, "model": model, "prompt_hash": prompt_hash})
         return None if row is None else str(row[0])
 
     def put(self, judge: str, model: str, prompt_hash: str, reply: str) -> None:
@@ -57,7 +58,7 @@ def _responses_by_provider(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[
     cursor = con.cursor()
     try:
         by_provider: dict[str, list[tuple[int, ResponseInput]]] = defaultdict(list)
-        for batch in cursor.sql(RUN_ROWS_SQL, params=[run_id]).to_arrow_reader(20_000):
+        for batch in cursor.sql(RUN_ROWS_SQL, params={"run": run_id}).to_arrow_reader(20_000):
             for row in batch.to_pylist():
                 by_provider[row["provider"]].append((row["response_id"], response_input(row)))
         return dict(by_provider)
@@ -70,8 +71,8 @@ def refused_overrides(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[int, 
     rows = con.execute(
         """SELECT o.response_id, arg_max(o.new_value, o.override_id)
            FROM overrides o JOIN responses r ON r.response_id = o.response_id
-           WHERE r.run_id = ? AND o.target = 'refused' GROUP BY o.response_id""",
-        [run_id],
+           WHERE r.run_id = $run AND o.target = 'refused' GROUP BY o.response_id""",
+        {"run": run_id},
     ).fetchall()
     return {int(rid): str(value).lower() in ("true", "refused", "yes", "1") for rid, value in rows}
 
@@ -93,8 +94,8 @@ def compute_and_store(
     with staging_area(db) as stage:
         with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
-            content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id])
-            profile = fetch_one(con, "SELECT profile FROM runs WHERE run_id = ?", [run_id])
+            content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id})
+            profile = fetch_one(con, "SELECT profile FROM runs WHERE run_id = $run", {"run": run_id})
             overrides = refused_overrides(con, run_id) if with_overrides else {}
             snapshot_run(con, run_id, stage, extra={"judge_cache": ("SELECT * FROM judge_cache WHERE judge = $judge",
                                                                     {"judge": judge})})
@@ -113,7 +114,7 @@ def compute_and_store(
             scon.close()
         tables = _score_tables(computed)
         with connect(db) as con, atomic(con):  # write window
-            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != content_hash:
+            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id}) != content_hash:
                 raise RunChangedError(f"run {run_name!r} was replaced or removed while its metrics were computed; "
                                       "nothing was written: run the command again")
             if cache.new:
