@@ -126,11 +126,6 @@ def numeric_values(values: Iterable[str]) -> list[float] | None:
     return out
 
 
-def passes(score: float, operator: str, threshold: float) -> bool:
-    return {">=": score >= threshold, ">": score > threshold, "<=": score <= threshold,
-            "<": score < threshold, "==": score == threshold}[operator]
-
-
 @dataclass(frozen=True)
 class Confusion:
     """Counts of (check verdict, human majority): pass_pass = check PASS and humans PASS, …"""

@@ -115,10 +115,6 @@ def get_flag(name: str) -> Callable[..., Any]:
     return REGISTRY.get("flag", name)
 
 
-def get_metric(name: str) -> Callable[..., Any]:
-    return REGISTRY.get("metric", name)
-
-
 def metric_entry(name: str) -> Entry:
     return REGISTRY.entry("metric", name)
 
@@ -129,7 +125,3 @@ def check_names() -> tuple[str, ...]:
 
 def flag_names() -> tuple[str, ...]:
     return REGISTRY.names("flag")
-
-
-def metric_names(granularity: str | None = None) -> tuple[str, ...]:
-    return REGISTRY.names("metric", granularity=granularity)

@@ -23,17 +23,6 @@ FLAG_NAMES: tuple[str, ...] = (
     "refusal_detected",
     "potential_hallucination",
 )
-SPAN_KINDS: tuple[str, ...] = (
-    "citation",
-    "citation_not_retrieved",
-    "refusal_phrase",
-    "redirect_phrase",
-    "substantive_phrase",
-    "unverified_price",
-    "proper_noun",
-    "gold_answer",
-    "interpretation_marker",
-)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,8 +6,6 @@ from typing import Any
 
 import duckdb
 
-from evaluator.store import fetch_one
-
 RUN_COLUMNS = ["name", "profile", "source_file", "ingested_at", "responses", "providers", "questions"]
 
 
@@ -35,13 +33,3 @@ def evaluations(con: duckdb.DuckDBPyConnection, run_name: str) -> list[dict[str,
     ).fetchall()
     keys = ["evaluation_id", "ruleset", "rules_hash", "created_at", "duration_s", "n_responses"]
     return [dict(zip(keys, row, strict=True)) for row in rows]
-
-
-def latest_evaluation_id(con: duckdb.DuckDBPyConnection, run_name: str, ruleset: str) -> int | None:
-    row = fetch_one(
-        con,
-        """SELECT max(e.evaluation_id) FROM evaluations e JOIN runs r USING (run_id)
-           WHERE r.name = ? AND e.ruleset = ?""",
-        [run_name, ruleset],
-    )
-    return None if row is None or row[0] is None else int(row[0])
