@@ -53,8 +53,10 @@ typecheck: install-test
 test: browser lint typecheck
 	$(VENV)/bin/pytest -q
 
+# The sizes, pages and baseline; then the floor (plain DuckDB) and the ratios of issue 16 at 200k.
 bench: install
 	$(PY) -m bench.run
+	$(PY) -m bench.floor
 
 clean:
 	rm -rf $(VENV) data/evaluator.duckdb data/evaluator.duckdb.wal
