@@ -60,6 +60,16 @@ def _chart(function: Callable[..., go.Figure], frame: pd.DataFrame, **kwargs: An
     return fig
 
 
+TEMPLATE_PANELS = ("T1", "T2", "T3", "no template")
+
+
+def template_panels(templates: Iterable[object]) -> list[str]:
+    """The template panels a chart shows, in SPEC order: only those with data (an empty
+    "no template" panel beside T1–T3 says nothing)."""
+    present = {str(t) for t in templates}
+    return [t for t in TEMPLATE_PANELS if t in present] + sorted(present - set(TEMPLATE_PANELS))
+
+
 def bar(frame: pd.DataFrame, **kwargs: Any) -> go.Figure:
     """px.bar over the escaped frame (kwargs as px.bar; names of columns, raw category orders)."""
     return _chart(px.bar, frame, **kwargs)

@@ -174,7 +174,8 @@ long["label"] = long["pass_rate"].map(fmt.percent)
 fig = charts.bar(long, x="provider", y="pass_rate", color="evaluation", barmode="group", facet_col="template",
                  text="label", range_y=[0, 1.12], labels={"pass_rate": "pass rate", "provider": ""},
                  category_orders={"provider": list(labels.values()),
-                                  "template": ["T1", "T2", "T3", fmt.NO_TEMPLATE], "evaluation": [side_a, side_b]},
+                                  "template": charts.template_panels(long["template"]),
+                                  "evaluation": [side_a, side_b]},
                  color_discrete_sequence=["#9e9e9e", "#1565c0"])
 fig.update_yaxes(tickformat=".0%")
 fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it

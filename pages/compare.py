@@ -147,7 +147,7 @@ fig = charts.bar(long, x="provider", y="rate", color="run", barmode="group", fac
                  error_y=long["high"] - long["rate"], error_y_minus=long["rate"] - long["low"],
                  range_y=[0, 1.05], labels={"rate": "pass rate", "provider": ""},
                  category_orders={"provider": list(labels.values()), "run": [side_a, side_b],
-                                  "template": ["T1", "T2", "T3", fmt.NO_TEMPLATE]},
+                                  "template": charts.template_panels(long["template"])},
                  color_discrete_sequence=["#9e9e9e", "#1565c0"])
 fig.update_yaxes(tickformat=".0%")
 fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it

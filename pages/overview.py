@@ -121,7 +121,8 @@ else:
         custom_data=["passed", "n", "ci_low", "ci_high", "full", "full_run"],
         error_x=chart_df["ci_high"] - chart_df["pass_rate"], error_x_minus=chart_df["pass_rate"] - chart_df["ci_low"],
         labels={"pass_rate": "pass rate", "provider": ""},
-        category_orders={"template": ["T1", "T2", "T3", fmt.NO_TEMPLATE], "provider": list(labels_all.values()),
+        category_orders={"template": charts.template_panels(chart_df["template"]),
+                         "provider": list(labels_all.values()),
                          "run": list(run_labels.values())},
     )
     fig.update_xaxes(tickformat=".0%")
