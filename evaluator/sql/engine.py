@@ -1,0 +1,187 @@
+"""Evaluate a whole run inside DuckDB (issue 16 §1): the SQL engine beside the Python reference.
+
+``evaluate_run_sql`` returns the rows recompute writes - check results, response outcomes,
+raised flags (Arrow tables, no spans) - deciding in SQL every row compile.py can decide and
+handing the rest to the Python reference (``evaluate_batch``). ``verify`` re-evaluates a
+random sample in Python and raises ``VerifyError`` naming the first difference.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+import pyarrow as pa
+
+from evaluator.evaluate import evaluate_batch
+from evaluator.recompute import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA, load_responses
+from evaluator.results import IS_T3_SQL, TEMPLATE_GROUP_SQL, write_evaluation_counts
+from evaluator.rules import Rules
+from evaluator.sql.compile import WS, compile_run
+from evaluator.store import atomic, fetch_one
+from evaluator.types import CHECK_NAMES, FLAG_NAMES, ResponseEvaluation
+
+PYTHON_BATCH = 5_000
+
+
+class VerifyError(Exception):
+    """The SQL engine and the Python reference disagree; nothing may be committed."""
+
+
+@dataclass(frozen=True)
+class SqlRun:
+    checks: pa.Table  # CHECKS_SCHEMA
+    overall: pa.Table  # OVERALL_SCHEMA
+    flags: pa.Table  # FLAGS_SCHEMA
+    n_sql: int  # responses decided in SQL
+    n_python: int  # responses SQL handed to the Python reference
+
+
+def _unpivot_sql(table: str) -> tuple[str, str, str]:
+    checks = " UNION ALL ".join(
+        f"SELECT response_id, '{name}' AS check_name, {name}.v AS verdict, "
+        f"CASE WHEN regexp_matches({name}.r, '[\\n\\r]') THEN trim(regexp_replace({name}.r, '{WS}+', ' ', 'g')) "
+        f"ELSE {name}.r END AS reason, '[]' AS spans, {i} AS k FROM {table} WHERE decided"
+        for i, name in enumerate(CHECK_NAMES))
+    flags = " UNION ALL ".join(
+        f"SELECT response_id, '{name}' AS flag, {name} AS severity, '[]' AS spans, {i} AS k FROM {table} "
+        f"WHERE decided AND {name} IS NOT NULL" for i, name in enumerate(FLAG_NAMES))
+    fails = " OR ".join(f"{name}.v = 'FAIL'" for name in CHECK_NAMES)
+    overall = (f"SELECT response_id, CASE WHEN {fails} THEN 'FAIL' ELSE 'PASS' END AS overall FROM {table} "
+               "WHERE decided ORDER BY response_id")
+    return (f"SELECT response_id, check_name, verdict, reason, spans FROM ({checks}) ORDER BY response_id, k",
+            f"SELECT response_id, flag, severity, spans FROM ({flags}) ORDER BY response_id, k", overall)
+
+
+def _python_rows(con: duckdb.DuckDBPyConnection, ids: Sequence[int], *, ruleset: str, rules: Rules,
+                 profile: str) -> dict[int, ResponseEvaluation]:
+    out: dict[int, ResponseEvaluation] = {}
+    for lo in range(0, len(ids), PYTHON_BATCH):
+        inputs = load_responses(con, ids[lo : lo + PYTHON_BATCH])
+        keys = list(inputs)
+        for key, result in zip(keys, evaluate_batch(inputs.values(), ruleset=ruleset, rules=rules, profile=profile),
+                               strict=True):
+            out[key] = result
+    return out
+
+
+def _as_tables(results: dict[int, ResponseEvaluation]) -> tuple[pa.Table, pa.Table, pa.Table]:
+    checks: dict[str, list[object]] = {k: [] for k in CHECKS_SCHEMA.names}
+    flags: dict[str, list[object]] = {k: [] for k in FLAGS_SCHEMA.names}
+    overall: dict[str, list[object]] = {k: [] for k in OVERALL_SCHEMA.names}
+    for rid in sorted(results):
+        ev = results[rid]
+        for c in ev.checks:
+            for k, v in zip(CHECKS_SCHEMA.names, (rid, c.check, c.verdict, c.reason, "[]"), strict=True):
+                checks[k].append(v)
+        for f in ev.flags:
+            for k, v in zip(FLAGS_SCHEMA.names, (rid, f.flag, f.severity, "[]"), strict=True):
+                flags[k].append(v)
+        overall["response_id"].append(rid)
+        overall["overall"].append(ev.overall)
+    return (pa.table(checks, schema=CHECKS_SCHEMA), pa.table(overall, schema=OVERALL_SCHEMA),
+            pa.table(flags, schema=FLAGS_SCHEMA))
+
+
+def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules,
+                     profile: str) -> SqlRun:
+    """The evaluation of run ``run_id`` held by ``con``: SQL decides, Python decides what SQL cannot."""
+    plan = compile_run(rules, ruleset, profile)
+    table = f"sql_engine_{os.getpid()}_{run_id}"
+    if plan is None:
+        ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1",
+                                         {"run": run_id}).fetchall()]
+        c, o, f = _as_tables(_python_rows(con, ids, ruleset=ruleset, rules=rules, profile=profile))
+        return SqlRun(c, o, f, 0, len(ids))
+    params = {k: v for k, v in {**plan.params, "run": run_id}.items() if re.search(rf"\${k}\b", plan.sql)}
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {plan.sql}", params)
+    try:
+        checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
+        checks = con.sql(checks_sql).to_arrow_table().cast(CHECKS_SCHEMA)
+        flags = con.sql(flags_sql).to_arrow_table().cast(FLAGS_SCHEMA)
+        overall = con.sql(overall_sql).to_arrow_table().cast(OVERALL_SCHEMA)
+        undecided = [r[0] for r in con.execute(f"SELECT response_id FROM {table} WHERE NOT decided ORDER BY 1")
+                     .fetchall()]
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    if undecided:
+        pc, po, pf = _as_tables(_python_rows(con, undecided, ruleset=ruleset, rules=rules, profile=profile))
+        checks, overall, flags = (pa.concat_tables([checks, pc]), pa.concat_tables([overall, po]),
+                                  pa.concat_tables([flags, pf]))
+    return SqlRun(checks, overall, flags, overall.num_rows - len(undecided), len(undecided))
+
+
+def verify(con: duckdb.DuckDBPyConnection, run: SqlRun, n: int, *, ruleset: str, rules: Rules, profile: str,
+           seed: int | None = None) -> int:
+    """Re-evaluate ``n`` random responses in Python; VerifyError on the first difference.
+    Returns how many were compared."""
+    ids = run.overall.column("response_id").to_pylist()
+    sample = sorted(random.Random(seed).sample(ids, min(n, len(ids))))
+    reference = _python_rows(con, sample, ruleset=ruleset, rules=rules, profile=profile)
+    wanted = set(sample)
+    got_checks: dict[tuple[int, str], tuple[str, str]] = {}
+    for rid, name, verdict, reason in zip(*(run.checks.column(k).to_pylist()
+                                            for k in ("response_id", "check_name", "verdict", "reason")), strict=True):
+        if rid in wanted:
+            got_checks[(rid, name)] = (verdict, reason)
+    got_flags: dict[int, list[tuple[str, str]]] = {}
+    for rid, name, severity in zip(*(run.flags.column(k).to_pylist() for k in ("response_id", "flag", "severity")),
+                                   strict=True):
+        if rid in wanted:
+            got_flags.setdefault(rid, []).append((name, severity))
+    for rid in sample:
+        ev = reference[rid]
+        for c in ev.checks:
+            got = got_checks.get((rid, c.check))
+            if got != (c.verdict, c.reason):
+                raise VerifyError(f"response {rid}, check {c.check}: SQL engine says {got!r}, "
+                                  f"Python reference says {(c.verdict, c.reason)!r}")
+        want_flags = [(f.flag, f.severity) for f in ev.flags]
+        if got_flags.get(rid, []) != want_flags:
+            raise VerifyError(f"response {rid}, flags: SQL engine says {got_flags.get(rid, [])!r}, "
+                              f"Python reference says {want_flags!r}")
+    return len(sample)
+
+
+def write_sql_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, run: SqlRun, *,
+                         ruleset: str, rules: Rules, profile: str, started: float) -> float:
+    """Write ``run`` as evaluation ``evaluation_id`` (the staging file), in one transaction, as
+    recompute.evaluate_into does for the Python engine (no spans: pages compute them on display)."""
+    n = run.overall.num_rows
+    with atomic(con):
+        con.execute(
+            """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
+                                        n_responses, rules_text, profile, with_spans)
+               VALUES ($e, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, false)""",
+            {"e": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash, "source": rules.source,
+             "n": n, "text": rules.text, "profile": profile})
+        con.register("sql_engine_overall", run.overall)
+        con.register("sql_engine_checks", run.checks)
+        con.register("sql_engine_flags", run.flags)
+        try:
+            con.execute(f"""INSERT INTO response_results
+                SELECT $e, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
+                FROM sql_engine_overall o JOIN responses r ON r.response_id = o.response_id
+                JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""", {"e": evaluation_id})
+            con.execute("""INSERT INTO check_results SELECT $e, response_id, check_name, verdict, reason, spans::JSON
+                           FROM sql_engine_checks""", {"e": evaluation_id})
+            con.execute("""INSERT INTO flags SELECT $e, response_id, flag, severity, spans::JSON
+                           FROM sql_engine_flags""", {"e": evaluation_id})
+        finally:
+            for name in ("sql_engine_overall", "sql_engine_checks", "sql_engine_flags"):
+                con.unregister(name)
+        write_evaluation_counts(con, evaluation_id)
+        duration = time.perf_counter() - started
+        con.execute("UPDATE evaluations SET duration_s = $d WHERE evaluation_id = $e",
+                    {"d": duration, "e": evaluation_id})
+    return duration
+
+
+def run_count(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
+    row = fetch_one(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id})
+    return int(row[0]) if row else 0

@@ -1,0 +1,90 @@
+"""Python regexes that mean the same in RE2 (DuckDB's regex engine) on the text SQL decides.
+
+The SQL engine decides only rows whose text is "clean ASCII" (``CLEAN_SQL``): printable
+ASCII plus tab, newline, carriage return and form feed. On such text Python's Unicode
+``\\w``, ``\\d``, ``\\b`` and ``\\s`` equal RE2's ASCII ones (the characters where they
+differ - vertical tab, \\x1c-\\x1f, everything non-ASCII - are outside the gate), and
+IGNORECASE folds only ASCII letters in both engines when the pattern is ASCII.
+
+``to_re2`` accepts a pattern only when every construct in it has that same meaning, and
+returns None otherwise (the caller then lets Python decide): no lookaround, back-references,
+possessive or atomic groups, inline flags other than the ``(?i)`` it adds itself, no ``$``
+(Python's matches before a final newline too), no ``{,n}``, no nested ``[``, no non-ASCII.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A row's text may be decided in SQL only when it is made of these characters.
+CLEAN_SQL = "NOT regexp_matches(coalesce({x}, ''), '[^\\t\\n\\f\\r -~]')"
+CLEAN_CHARS = re.compile(r"[\t\n\f\r -~]*")
+
+_SAFE_ESCAPE_LETTERS = set("wWdDsSbBAntrf")
+
+
+def to_re2(pattern: str, *, ignore_case: bool) -> str | None:
+    """The RE2 form of a Python pattern (same matches on clean ASCII text), or None."""
+    if not pattern.isascii() or not _same_meaning(pattern):
+        return None
+    try:
+        compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error:
+        return None
+    if compiled.flags & (re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.LOCALE):
+        return None
+    return f"(?i:{pattern})" if ignore_case else pattern
+
+
+def _same_meaning(p: str) -> bool:
+    i, n, in_class, class_start = 0, len(p), False, -1
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            if i + 1 >= n:
+                return False
+            e = p[i + 1]
+            # in a class, Python's \b is a backspace
+            if e.isalnum() and (e not in _SAFE_ESCAPE_LETTERS or (in_class and e in "bBA")):
+                return False
+            i += 2
+            continue
+        if in_class:
+            if c == "[":
+                return False
+            if c == "]":
+                if i == class_start:  # "[]...]": a literal ] in Python, not portable
+                    return False
+                in_class = False
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            class_start = i + 1 + (1 if p[i + 1 : i + 2] == "^" else 0)
+        elif c == "$":
+            return False
+        elif c == "(" and p[i + 1 : i + 2] == "?":
+            if not (p.startswith("(?:", i) or p.startswith("(?P<", i)):
+                return False
+        elif c == "{" and p[i + 1 : i + 2] == "," or c in "*+?}" and p[i + 1 : i + 2] == "+":
+            return False
+        elif c == "{":
+            m = re.match(r"\{(\d+)(?:,(\d*))?\}", p[i:])
+            if m is not None and max(int(m.group(1)), int(m.group(2) or 0)) > 1000:
+                return False
+        i += 1
+    return not in_class
+
+
+def min_width(pattern: str, *, ignore_case: bool) -> int:
+    """The fewest characters a match takes (0: it can match empty)."""
+    if pattern == "":
+        return 0
+    try:
+        import importlib
+
+        parser = importlib.import_module("re._parser")
+        lo: int = parser.parse(pattern, re.IGNORECASE if ignore_case else 0).getwidth()[0]
+        return lo
+    except Exception:  # noqa: BLE001 - unknown: treat as possibly empty
+        return 0

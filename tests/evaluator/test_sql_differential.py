@@ -1,0 +1,65 @@
+"""Differential property test: the SQL engine and the Python reference decide the same verdicts,
+reasons and flags for adversarial responses (curly quotes, combining marks, any code point,
+empty and huge answers) on every profile and rule set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from evaluator.ingest import ingest_file
+from evaluator.rules import load_rules
+from evaluator.sql.engine import evaluate_run_sql, verify
+from evaluator.store import connect
+
+RULES = load_rules()
+FRAGMENTS = [
+    "I cannot help with that.", "However, I can", "outside my scope", "[Bala-Kanda 18.10]", "[Ayodhya-Kanda 1.7]",
+    "[Sundara-Kanda 3.04]", "Clearpath Pro", "The Moving Average", "$12/month", "$29.99", "$29", "Rama Dasharatha",
+    "the document does not mention", "this suggests", "don\u2019t", "I don\u2019t know", "\u201cquoted\u201d",
+    "e\u0301", "Stra\u00dfe", "\u0130stanbul Kanda", "\t", "\n", "\x0b", "\x1c", " ", "  ", "K\u212a",
+    "According to the text", "symbolizes", "Dasaratha", "sandals", "padukas", "",
+]
+text = st.one_of(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=12).map(" ".join),
+    st.text(max_size=40),
+    st.lists(st.sampled_from(FRAGMENTS[:14]), min_size=200, max_size=400).map(" ".join),  # huge answers
+)
+item = st.fixed_dictionaries({
+    "id": st.sampled_from(["Bala-Kanda 18.10", "Ayodhya-Kanda 1.7", "ayodhya_kanda_001_7", "kb-1",
+                           "Sundara Kanda 3.4"]),
+    "text": text, "score": st.one_of(st.none(), st.floats(0, 1)),
+})
+response = st.fixed_dictionaries({
+    "answer": text, "question": text,
+    "template": st.sampled_from([None, "T1", "T2", "T3", " t3 "]),
+    "expected_template": st.sampled_from([None, "T1", "T2", "T3"]),
+    "expected_routing": st.sampled_from([None, "in_scope", "out_of_scope", "weird"]),
+    "classification": st.sampled_from([None, "in_scope", "out_of_scope", "It's"]),
+    "retrieved": st.lists(item, max_size=3),
+    "gold_answers": st.lists(st.lists(st.sampled_from(["Dasharatha", "the sandals", "Stra\u00dfe", "a"]),
+                                      min_size=1, max_size=2), max_size=2),
+    "expected_ids": st.lists(st.sampled_from(["Bala-Kanda 18.10", "Ayodhya Kanda 1.7", "kb-1"]), max_size=2),
+    "answerable": st.sampled_from([None, True, False]),
+})
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(rows=st.lists(response, min_size=1, max_size=12))
+def test_sql_and_python_decide_the_same_on_adversarial_text(tmp_path_factory, rows):
+    folder = tmp_path_factory.mktemp("diff")
+    path: Path = folder / "run.jsonl"
+    with path.open("w", encoding="utf-8") as out:
+        for i, row in enumerate(rows):
+            record = {"question_id": f"q{i}", "provider": "p", **{k: v for k, v in row.items() if v is not None}}
+            out.write(json.dumps(record) + "\n")
+    with connect(folder / "s.duckdb") as con:
+        ingest_file(con, path, name="diff")
+        run_id = con.execute("SELECT run_id FROM runs").fetchone()[0]
+        for ruleset in RULES.ruleset_names:
+            for profile in RULES.profile_names:
+                run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=RULES, profile=profile)
+                verify(con, run, 10**9, ruleset=ruleset, rules=RULES, profile=profile)

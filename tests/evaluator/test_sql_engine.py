@@ -1,0 +1,82 @@
+"""evaluator.sql: the SQL engine decides what the stored Python evaluations decided."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.compute as pc
+import pytest
+
+from evaluator.rules import load_rules
+from evaluator.sql.engine import VerifyError, evaluate_run_sql, verify
+from evaluator.store import connect
+
+RULES = load_rules()
+
+
+def _stored(con, evaluation_id):  # type: ignore[no-untyped-def]
+    checks = con.execute("SELECT response_id, check_name, verdict, reason FROM check_results "
+                         "WHERE evaluation_id = $e ORDER BY ALL", {"e": evaluation_id}).fetchall()
+    flags = con.execute("SELECT response_id, flag, severity FROM flags WHERE evaluation_id = $e ORDER BY ALL",
+                        {"e": evaluation_id}).fetchall()
+    return checks, flags
+
+
+def _engine(run):  # type: ignore[no-untyped-def]
+    checks = sorted(zip(*(run.checks.column(k).to_pylist() for k in ("response_id", "check_name", "verdict",
+                                                                      "reason")), strict=True))
+    flags = sorted(zip(*(run.flags.column(k).to_pylist() for k in ("response_id", "flag", "severity")), strict=True))
+    return checks, flags
+
+
+def test_sql_engine_equals_every_stored_python_evaluation_of_the_sample_runs(sample_store):
+    with connect(sample_store) as con:
+        evaluations = con.execute("SELECT e.evaluation_id, e.run_id, e.ruleset, coalesce(e.profile, r.profile) "
+                                  "FROM evaluations e JOIN runs r USING (run_id) WHERE e.ruleset <> 'recorded'"
+                                  ).fetchall()
+        assert evaluations
+        for evaluation_id, run_id, ruleset, profile in evaluations:
+            run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=RULES, profile=profile)
+            assert _engine(run) == _stored(con, evaluation_id), (ruleset, profile)
+
+
+@pytest.mark.parametrize("profile", RULES.profile_names)
+@pytest.mark.parametrize("ruleset", RULES.ruleset_names)
+def test_sql_engine_agrees_with_python_on_every_profile_and_rule_set(sample_store, ruleset, profile):
+    with connect(sample_store) as con:
+        for (run_id,) in con.execute("SELECT run_id FROM runs").fetchall():
+            run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=RULES, profile=profile)
+            assert verify(con, run, 10**9, ruleset=ruleset, rules=RULES, profile=profile) == run.overall.num_rows
+
+
+def test_most_sample_rows_are_decided_in_sql(sample_store):
+    with connect(sample_store) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'clearpath'").fetchone()[0]
+        run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath")
+    assert run.n_sql > run.n_python
+
+
+def test_verify_names_the_first_differing_response_and_check(sample_store):
+    with connect(sample_store) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'clearpath'").fetchone()[0]
+        run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath")
+        first = run.checks.column("response_id")[0].as_py()
+        tampered = run.checks.set_column(3, "reason", pc.if_else(
+            pc.and_(pc.equal(run.checks.column("response_id"), first),
+                    pc.equal(run.checks.column("check_name"), "no_hallucination")),
+            "tampered", run.checks.column("reason")))
+        with pytest.raises(VerifyError, match=f"response {first}, check no_hallucination"):
+            verify(con, type(run)(tampered, run.overall, run.flags, run.n_sql, run.n_python), 10**9,
+                   ruleset="t3_aware", rules=RULES, profile="clearpath")
+
+
+def test_recompute_engine_sql_stores_the_python_verdicts(sample_store, cli):
+    python = cli("recompute", "--run", "clearpath", "--ruleset", "refined", "--json", db=sample_store, check=True)
+    sql = cli("recompute", "--run", "clearpath", "--ruleset", "refined", "--engine", "sql", "--verify", "1000",
+              "--json", db=sample_store, check=True)
+    a, b = json.loads(python.stdout)["evaluation_id"], json.loads(sql.stdout)["evaluation_id"]
+    with connect(sample_store) as con:
+        assert _stored(con, a) == _stored(con, b)
+        counts = ("SELECT provider, template_group, target, verdict, n FROM evaluation_counts "
+                  "WHERE evaluation_id = $e ORDER BY ALL")
+        assert con.execute(counts, {"e": a}).fetchall() == con.execute(counts, {"e": b}).fetchall()
