@@ -111,7 +111,7 @@ def sidebar_run_picker(con: duckdb.DuckDBPyConnection, *, key: str = "run", labe
 
 TEMPLATE_LABELS = {"none": "no template"}
 _VISIBLE = {code: visible_token(code) for code in INVISIBLE}
-MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~])")  # Markdown that could turn data into links or markup
+MD_SPECIAL = re.compile(r"([\\`*\[\]()!<>#|~$_])")  # Markdown that could turn data into links or markup
 OVERRIDES_HELP = "Effective verdict = a reviewer's latest override, else the computed one."
 
 

@@ -35,7 +35,7 @@ def banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> Non
     orange for unverified details."""
     names = {f["flag"] for f in flags}
     if "no_context_warning" in names:
-        st.warning(texts["no_context_warning"], icon=":material/warning:")
+        st.warning(highlight.inline(texts["no_context_warning"]), icon=":material/warning:")  # rules may be a user's
     if "potential_hallucination" in names:
         html(highlight.banner(texts["potential_hallucination"]))
 

@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from dashboard import fmt, reviewing
+from dashboard import fmt, highlight, reviewing
 from dashboard.common import store_path
 from dashboard.triage_url import review_params
 from evaluator import pending
@@ -109,9 +109,10 @@ def _apply(ids: list[int], evaluation_id: int, reviewer: str, computed: dict[str
 def messages() -> None:
     """What the last bulk action did (kept across the rerun its button caused)."""
     if "bulk_done" in st.session_state:
-        st.success(st.session_state.pop("bulk_done"), icon=":material/check_circle:")
+        # plain text: the check name comes from the run file
+        st.success(highlight.inline(st.session_state.pop("bulk_done")), icon=":material/check_circle:")
     if "bulk_error" in st.session_state:
-        st.error(st.session_state.pop("bulk_error"), icon=":material/error:")
+        st.error(highlight.inline(st.session_state.pop("bulk_error")), icon=":material/error:")
 
 
 def bulk_panel(con: duckdb.DuckDBPyConnection, ids: list[int], evaluation_id: int,

@@ -1,16 +1,18 @@
 """Two answers side by side with the changed words marked: escaped HTML with <del>/<ins> marks.
 
 difflib on word tokens (white space kept with the word before it, so the text reads as written).
-Every token is HTML-escaped; the only markup is ours. Very long answers are compared on their
-first MAX_WORDS words, and the page says so.
+Every token goes through `highlight.escape_text` (HTML escaped, invisible and bidi characters shown);
+the only markup is ours, and each side is a dir="auto", bidi-isolated box like every model text.
+Very long answers are compared on their first MAX_WORDS words, and the page says so.
 """
 
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass
 from difflib import SequenceMatcher
+
+from dashboard.highlight import BIDI, BOX_STYLE, escape_text
 
 MAX_WORDS = 5_000  # difflib is quadratic at worst: a 1 MB answer is compared on its start
 TOKEN = re.compile(r"\S+\s*|\s+")
@@ -34,7 +36,7 @@ def tokens(text: str) -> list[str]:
 def _mark(tag: str, style: str, words: list[str]) -> str:
     text = "".join(words)
     stripped = text.rstrip()
-    return f'<{tag} style="{style}">{html.escape(stripped)}</{tag}>{html.escape(text[len(stripped):])}'
+    return f'<{tag} style="{style}">{escape_text(stripped)}</{tag}>{escape_text(text[len(stripped):])}'
 
 
 def word_diff(a: str | None, b: str | None, *, max_words: int = MAX_WORDS) -> WordDiff:
@@ -49,8 +51,8 @@ def word_diff(a: str | None, b: str | None, *, max_words: int = MAX_WORDS) -> Wo
     removed = added = 0
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
-            out_a.append(html.escape("".join(ta[i1:i2])))
-            out_b.append(html.escape("".join(tb[j1:j2])))
+            out_a.append(escape_text("".join(ta[i1:i2])))
+            out_b.append(escape_text("".join(tb[j1:j2])))
             continue
         if i2 > i1:
             out_a.append(_mark("del", DEL_STYLE, ta[i1:i2]))
@@ -63,6 +65,5 @@ def word_diff(a: str | None, b: str | None, *, max_words: int = MAX_WORDS) -> Wo
 
 def panel(title: str, body_html: str) -> str:
     """One side of the comparison as an HTML block (title: our own words, already escaped by the caller)."""
-    return (f'<div style="white-space:pre-wrap;overflow-wrap:anywhere;border:1px solid #ddd;border-radius:6px;'
-            f'padding:0.6rem 0.8rem;font-size:0.95rem;line-height:1.5"><div style="font-weight:600;'
-            f'margin-bottom:0.4rem">{title}</div>{body_html}</div>')
+    return (f'<div style="{BOX_STYLE}"><div style="font-weight:600;margin-bottom:0.4rem">{title}</div>'
+            f'<div {BIDI} style="unicode-bidi:isolate">{body_html}</div></div>')

@@ -20,7 +20,7 @@ EXPLAINED = 50  # responses listed where the recorded verdicts and the legacy re
 
 def review_link(response_id: int, evaluation_id: int) -> str:
     """The Review page of one response under one evaluation (a LinkColumn cell)."""
-    return f"/review?response={int(response_id)}&evaluation={int(evaluation_id)}"
+    return f"./review?response={int(response_id)}&evaluation={int(evaluation_id)}"  # relative: a base path works
 
 
 def change(value: float, *, lower_is_better: bool = False) -> dict:
@@ -86,7 +86,7 @@ def describe(evaluation: dict) -> str:
     if evaluation["ruleset"] == "recorded":
         return f"**recorded** (the verdicts in the run file, evaluation #{evaluation['evaluation_id']})"
     rules = (evaluation["rules_hash"] or "")[:12]
-    return f"**{evaluation['ruleset']}** (evaluation #{evaluation['evaluation_id']}, rules `{rules}`)"
+    return f"**{md(evaluation['ruleset'])}** (evaluation #{evaluation['evaluation_id']}, rules `{rules}`)"
 
 
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"

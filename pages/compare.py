@@ -30,7 +30,7 @@ def interval(ci: list[float] | None, points: bool = False) -> str:
 
 def review_link(response_id: int, evaluation_id: int) -> str:
     """The Review page of one response under one evaluation (a LinkColumn cell)."""
-    return f"/review?response={int(response_id)}&evaluation={int(evaluation_id)}"
+    return f"./review?response={int(response_id)}&evaluation={int(evaluation_id)}"  # relative: a base path works
 
 
 def p_text(p: float) -> str:

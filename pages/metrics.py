@@ -70,7 +70,7 @@ if not mine:
     st.info(f"No TRUST-SCORE stored for run **{md(run)}** (judge {md(judge)}, {overrides_text}). Compute it "
             f"with:\n\n{code(f'python -m evaluator metrics --run {run}')}")
     if can_compute and st.button("Compute now (heuristic judge)", key="compute_metrics", type="primary"):
-        with st.spinner(f"Computing TRUST-SCORE for {run}…"):
+        with st.spinner(f"Computing TRUST-SCORE for {md(run)}…"):
             try:
                 q.compute(store_path(), run, judge=q.DEFAULT_JUDGE, with_overrides=with_overrides)
             except Exception as exc:  # shown to the user, never swallowed

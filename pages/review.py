@@ -104,7 +104,7 @@ def _submit(response_id: int, evaluation_id: int, reviewer: str, then_open: int 
     saved = _save({"kind": "override", "response_id": response_id, "target": target, "new_value": value or "",
                    "reason": st.session_state.get(reason_key, ""), "reviewer": reviewer,
                    "evaluation_id": evaluation_id},
-                  f"Override saved: {target} → {value}.")
+                  f"Override saved: {highlight.inline(target)} → {highlight.inline(str(value))}.")
     if saved:
         st.session_state[SAVES] = st.session_state.get(SAVES, 0) + 1
         if then_open is not None:
@@ -171,7 +171,7 @@ def _override_form(response_id: int, evaluation_id: int, current: dict[str, str 
     st.text_area(REASON_LABEL, key=reason_key, disabled=disabled,
                  placeholder="Required: why is the automated verdict wrong? e.g. a T3 refusal needs no citation")
     if "override_error" in st.session_state:
-        st.error(st.session_state.pop("override_error"), icon=":material/error:")
+        st.error(highlight.inline(st.session_state.pop("override_error")), icon=":material/error:")
     if "override_done" in st.session_state:
         st.success(st.session_state.pop("override_done"), icon=":material/check_circle:")
 

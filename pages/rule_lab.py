@@ -21,7 +21,7 @@ SAVED_KEY = "lab_saved"  # (run, base, name, version) of the rule set saved in t
 
 
 def review_link(response_id: int, evaluation_id: int) -> str:
-    return f"/review?response={int(response_id)}&evaluation={int(evaluation_id)}"
+    return f"./review?response={int(response_id)}&evaluation={int(evaluation_id)}"  # relative: a base path works
 
 
 def field_widget(f: lab.Field, value: object, key: str) -> object:
