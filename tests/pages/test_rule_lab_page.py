@@ -51,7 +51,8 @@ def test_save_as_adds_a_version_row(make_app, sample_store: Path, query) -> None
     button(app, "Save as").click()
     app.run()
     assert not app.exception
-    assert [s.value for s in app.success][0].replace("\\_", "_").startswith("Saved strict_refusals version 1")  # md() escapes _
+    saved = [s.value for s in app.success][0].replace("\\_", "_")  # md() escapes _
+    assert saved.startswith("Saved strict_refusals version 1")
     button(app, "Save as").click()
     app.run()
     assert query(sample_store, "SELECT name, version FROM saved_rulesets ORDER BY version") == [
