@@ -8,7 +8,7 @@ import sys
 from evaluator.cli.common import load_rules_arg, print_json, print_table
 from evaluator.errors import UsageError
 from evaluator.judges import JUDGE_NAMES, JudgeError
-from evaluator.metrics.runner import compute_and_store
+from evaluator.metrics.runner import ENGINES, compute_and_store
 
 HELP = "compute F1GR and F1AC per provider of a run (dataset-level metrics, SPEC §6)"
 KEYS = ["provider", "f1gr", "f1_ref", "f1_ans", "f1ac", "p_ac", "r_ac",
@@ -23,13 +23,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="use reviewers' 'refused' overrides instead of the judge where they exist")
     parser.add_argument("--rules", help="rules TOML file on top of the built-in rules (the heuristic judge's "
                         "refusal phrases, abstention pack and the run's profile's own refusal phrases)")
+    parser.add_argument("--engine", choices=ENGINES, default="sql",
+                        help="sql: the heuristic judge decided in DuckDB (Python decides the rows SQL cannot); "
+                        "python: the reference path, row by row (other judges always use it)")
     parser.add_argument("--json", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         results = compute_and_store(args.db, args.run, args.judge, args.with_overrides,
-                                    rules=load_rules_arg(args.rules) if args.rules else None)
+                                    rules=load_rules_arg(args.rules) if args.rules else None, engine=args.engine)
     except JudgeError as exc:
         raise UsageError(f"judge {args.judge!r} failed: {exc}") from None
     rows = [{"provider": r.provider, **{k: getattr(r.score, k) for k in KEYS[1:]}} for r in results]

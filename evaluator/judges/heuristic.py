@@ -97,6 +97,21 @@ class HeuristicJudge:
         kwargs.setdefault("empty_is_refusal", pack.empty_is_refusal)
         return cls(phrases, patterns, **kwargs)
 
+    @property
+    def phrase_texts(self) -> tuple[str, ...]:
+        """The phrases as matched: straightened, non-empty, case-insensitive literals."""
+        return tuple(straighten(p) for p, _ in self._phrases)
+
+    @property
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        """Every compiled refusal and abstention pattern (any match refuses)."""
+        return tuple(rx for _, rx in self._patterns) + tuple(rx for _, rx in self._abstention)
+
+    @property
+    def flag_words(self) -> tuple[tuple[str, ...], ...]:
+        """The fuzzy refusal flags as the judge's normalised words (empty flags left out)."""
+        return tuple(tuple(words) for _, words in self._flags if words)
+
     def judge(self, question: str, answer: str) -> JudgeVerdict:
         text = straighten(answer)
         for phrase, rx in self._phrases:

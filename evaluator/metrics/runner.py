@@ -14,7 +14,8 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from evaluator.judges import Judge, JudgeVerdict, make_judge
+from evaluator.judges import HeuristicJudge, Judge, JudgeVerdict, make_judge
+from evaluator.metrics.sql import trust_scores_sql
 from evaluator.metrics.trust import TrustScore, trust_score
 from evaluator.recompute import RUN_ROWS_SQL, response_input
 from evaluator.rules import Rules, load_rules
@@ -24,6 +25,7 @@ from evaluator.store import atomic, connect, fetch_one
 from evaluator.types import ResponseInput
 
 METRIC = "trust_score"
+ENGINES = ("sql", "python")
 
 
 class StoreJudgeCache:
@@ -86,11 +88,16 @@ def compute_and_store(
     judge_options: dict[str, Any] | None = None,
     progress: Callable[[int], None] | None = None,
     rules: Rules | None = None,
+    engine: str = "sql",
 ) -> list[ProviderMetrics]:
     """TRUST-SCORE per provider of the run; one metric_results row each (+ per-response rows).
 
     The store is held only to copy the run out and to append the results: the judging (an LLM
-    judge may take minutes) reads the staging file (evaluator.staging)."""
+    judge may take minutes) reads the staging file (evaluator.staging). ``engine="sql"`` decides
+    the heuristic judge in DuckDB (evaluator.metrics.sql); ``"python"`` is the reference path
+    (and the only one for other judges)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     with staging_area(db) as stage:
         with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
@@ -109,10 +116,15 @@ def compute_and_store(
                 if profile is not None and profile[0] in run_rules.profile_names:
                     options.setdefault("profile", profile[0])
             judge_impl: Judge = make_judge(judge, cache=cache, **options)
-            computed = _judge_and_score(scon, run_id, judge_impl, overrides, progress)
+            if engine == "sql" and isinstance(judge_impl, HeuristicJudge):
+                in_sql = trust_scores_sql(scon, run_id, judge_impl, overrides, progress)
+                computed: list[tuple[str, TrustScore, list[int]]] = [(p, score, []) for p, score, _ in in_sql]
+                tables = _sql_score_tables(in_sql)
+            else:
+                computed = _judge_and_score(scon, run_id, judge_impl, overrides, progress)
+                tables = _score_tables(computed)
         finally:
             scon.close()
-        tables = _score_tables(computed)
         with connect(db) as con, atomic(con):  # write window
             if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id}) != content_hash:
                 raise RunChangedError(f"run {run_name!r} was replaced or removed while its metrics were computed; "
@@ -156,6 +168,22 @@ def _score_tables(computed: list[tuple[str, TrustScore, list[int]]]) -> tuple[pa
         "ac_q": pa.array([float(r.ac_q) for _, score, _ in computed for r in score.rows], pa.float64()),
     })
     return results, rows
+
+
+def _sql_score_tables(in_sql: list[tuple[str, TrustScore, pa.Table]]) -> tuple[pa.Table, pa.Table]:
+    """As ``_score_tables``, from the SQL engine's per-provider Arrow rows."""
+    results = pa.table({
+        "position": pa.array(range(len(in_sql)), pa.int64()),
+        "provider": pa.array([provider for provider, _, _ in in_sql], pa.string()),
+        "value": pa.array([score.f1gr for _, score, _ in in_sql], pa.float64()),
+        "components": pa.array([orjson.dumps(score.components()).decode() for _, score, _ in in_sql], pa.string()),
+    })
+    parts = [rows.select(["response_id", "refused", "refused_by", "answerable", "ac_q"])
+             .add_column(0, "position", pa.array([i] * rows.num_rows, pa.int64()))
+             for i, (_, _, rows) in enumerate(in_sql)]
+    schema = pa.schema([("position", pa.int64()), ("response_id", pa.int64()), ("refused", pa.bool_()),
+                        ("refused_by", pa.string()), ("answerable", pa.bool_()), ("ac_q", pa.float64())])
+    return results, pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
 
 
 def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overrides: bool,

@@ -197,16 +197,26 @@ def judge_refusals(responses: Iterable[ResponseInput], judge: Judge) -> dict[str
 
 
 def _score(rows: Sequence[TrustRow]) -> TrustScore:
-    n_refused = sum(r.refused for r in rows)
-    n_answered = len(rows) - n_refused
-    n_answerable = sum(r.answerable for r in rows)
-    n_unanswerable = len(rows) - n_answerable
-    ref_ok = sum(r.refused and not r.answerable for r in rows)
-    ans_ok = sum(not r.refused and r.answerable for r in rows)
+    return score_from_counts(
+        n=len(rows),
+        n_refused=sum(r.refused for r in rows),
+        n_answerable=sum(r.answerable for r in rows),
+        ref_ok=sum(r.refused and not r.answerable for r in rows),
+        ans_ok=sum(not r.refused and r.answerable for r in rows),
+        ac_sum=sum(r.ac_q for r in rows),
+        rows=tuple(rows),
+    )
+
+
+def score_from_counts(*, n: int, n_refused: int, n_answerable: int, ref_ok: int, ans_ok: int, ac_sum: float,
+                      rows: tuple[TrustRow, ...] = ()) -> TrustScore:
+    """The figures from the confusion counts and the sum of AC_q (summed in row order, as
+    ``sum`` does, for the same float). The SQL engine aggregates these without the rows."""
+    n_answered = n - n_refused
+    n_unanswerable = n - n_answerable
     p_ref, r_ref = _ratio(ref_ok, n_refused), _ratio(ref_ok, n_unanswerable)
     p_ans, r_ans = _ratio(ans_ok, n_answered), _ratio(ans_ok, n_answerable)
     f1_ref, f1_ans = _f1(p_ref, r_ref), _f1(p_ans, r_ans)
-    ac_sum = sum(r.ac_q for r in rows)
     p_ac, r_ac = _ratio(ac_sum, n_answered), _ratio(ac_sum, n_answerable)
     return TrustScore(
         f1gr=(f1_ref + f1_ans) / 2,
@@ -225,5 +235,5 @@ def _score(rows: Sequence[TrustRow]) -> TrustScore:
         n_unanswerable=n_unanswerable,
         n_refused_unanswerable=ref_ok,
         n_answered_answerable=ans_ok,
-        rows=tuple(rows),
+        rows=rows,
     )
