@@ -444,7 +444,7 @@ def _label(value: object) -> str | None:
     return text or None
 
 
-@check("routing_check")
+@check("routing_check", order=10, reads=("routing.template_routes",))
 def routing_check(ctx: Context) -> CheckResult:
     """classification (or template) agrees with expected_routing (or expected_template)."""
     r = ctx.resp
@@ -469,7 +469,8 @@ def routing_check(ctx: Context) -> CheckResult:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-@check("retrieval_check")
+@check("retrieval_check", order=20,
+       reads=("retrieval.min_score", "rulesets.t3_not_applicable", "profile.answerability"))
 def retrieval_check(ctx: Context) -> CheckResult:
     """At least one retrieved item scores >= the threshold; and an expected shloka id is retrieved."""
     name = "retrieval_check"
@@ -508,7 +509,9 @@ def _missing_expected(ctx: Context) -> str | None:
     return None
 
 
-@check("answers_question")
+@check("answers_question", order=30, reads=(
+    "answers.refusal_patterns", "answers.substantive_patterns", "flags.refusal_detected.phrases", "abstention",
+    "profile.answerability", "profile.abstention", "profile.refusal_phrases", "profile.gold_max_words"))
 def answers_question(ctx: Context) -> CheckResult:
     """T3: a proper refusal. T1/T2: not a refusal, and a gold answer appears (if any)."""
     name = "answers_question"
@@ -581,7 +584,8 @@ def _answers_by_answerability(ctx: Context) -> CheckResult:
     return result(name, PASS, f"answered; a gold answer appears in the answer{unknown_note}", spans)
 
 
-@check("cites_shlokas")
+@check("cites_shlokas", order=40,
+       reads=("rulesets.t3_not_applicable", "profile.answerability", "profile.citation_pattern"))
 def cites_shlokas(ctx: Context) -> CheckResult:
     """At least one inline citation."""
     name = "cites_shlokas"
@@ -598,7 +602,9 @@ def cites_shlokas(ctx: Context) -> CheckResult:
     return result(name, PASS, f"{len(cites)} inline citation{'s' if len(cites) != 1 else ''}", spans)
 
 
-@check("follows_template")
+@check("follows_template", order=50, reads=(
+    "answers.refusal_patterns", "answers.redirect_patterns", "profile.citation_pattern",
+    "profile.interpretation_markers"))
 def follows_template(ctx: Context) -> CheckResult:
     """T1 cites; T2 cites and interprets; T3 refuses and redirects."""
     name = "follows_template"
@@ -632,7 +638,10 @@ def follows_template(ctx: Context) -> CheckResult:
                   merge_spans(spans + marker_spans, ctx.answer))
 
 
-@check("no_hallucination")
+@check("no_hallucination", order=60, reads=(
+    "profile.citation_pattern", "flags.potential_hallucination.price_pattern",
+    "flags.potential_hallucination.proper_noun_pattern", "flags.potential_hallucination.exempt_question_terms",
+    "profile.allowlist", "rulesets.proper_nouns", "rulesets.function_words"))
 def no_hallucination(ctx: Context) -> CheckResult:
     """No potential hallucination (SPEC §5) and every cited shloka was retrieved."""
     name = "no_hallucination"

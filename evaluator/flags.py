@@ -28,7 +28,7 @@ def banner_text(rules: Rules, flag_name: str) -> str | None:
     return rules.banner(flag_name)
 
 
-@flag("no_context_warning")
+@flag("no_context_warning", severity="warning", order=10, reads=("retrieval.min_score",))
 def no_context_warning(ctx: Context) -> FlagResult | None:
     """Nothing was retrieved, or every scored item is below the threshold. Items without a
     score are context (issue 13): when no item carries a score, the flag is not raised."""
@@ -41,7 +41,8 @@ def no_context_warning(ctx: Context) -> FlagResult | None:
     return _flag("no_context_warning", ctx.comp.severities["no_context_warning"])
 
 
-@flag("refusal_detected")
+@flag("refusal_detected", severity="info", order=20, reads=("flags.refusal_detected.phrases",),
+      options=("phrases",))
 def refusal_detected(ctx: Context) -> FlagResult | None:
     """The answer contains a refusal phrase (case-insensitive substring)."""
     found, spans = ctx.hits("refusal_phrases")
@@ -50,7 +51,10 @@ def refusal_detected(ctx: Context) -> FlagResult | None:
     return _flag("refusal_detected", ctx.comp.severities["refusal_detected"], spans)
 
 
-@flag("potential_hallucination")
+@flag("potential_hallucination", severity="warning", order=30, reads=(
+    "flags.potential_hallucination.price_pattern", "flags.potential_hallucination.proper_noun_pattern",
+    "flags.potential_hallucination.exempt_question_terms", "profile.allowlist", "rulesets.proper_nouns",
+    "rulesets.function_words"), options=("price_pattern", "proper_noun_pattern", "exempt_question_terms"))
 def potential_hallucination(ctx: Context) -> FlagResult | None:
     """A price or proper noun that the retrieved items do not contain."""
     spans = ctx.unverified()

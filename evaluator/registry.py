@@ -1,6 +1,7 @@
-"""One registry of checks, flags and metrics, by name (pure).
+"""One registry of checks, flags and metrics, by name (pure): the single definition of
+which checks and flags exist, in which order they are shown, and what they read.
 
-    @check("routing_check")
+    @check("routing_check", order=10, reads=("routing.aliases",))
     def routing_check(ctx): ...
 
     @metric("f1gr", granularity="dataset")
@@ -22,51 +23,69 @@ KINDS: tuple[str, ...] = ("check", "flag", "metric")
 GRANULARITIES: tuple[str, ...] = ("query", "dataset")
 
 
+SEVERITIES: tuple[str, ...] = ("info", "warning", "error")
+
+
 @dataclass(frozen=True)
 class Entry:
     kind: str
     name: str
     fn: Callable[..., Any]
     granularity: str | None = None  # metrics only
+    order: int = 0  # display order within the kind (ties: registration order)
+    severity: str | None = None  # flags only: the default the rules file may change
+    reads: tuple[str, ...] = ()  # the rules/profile options the decision reads ("section.key")
+    options: tuple[str, ...] = ()  # flags only: the extra keys of its own [flags.<name>] table
 
 
 class Registry:
     def __init__(self) -> None:
         self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
+        self._ordered: dict[str, tuple[Entry, ...]] = {}  # entries() per kind, until the kind changes
 
-    def register(self, kind: str, name: str, fn: Callable[..., Any], *, granularity: str | None = None) -> None:
+    def register(self, kind: str, name: str, fn: Callable[..., Any], *, granularity: str | None = None,
+                 order: int = 0, severity: str | None = None, reads: tuple[str, ...] = (),
+                 options: tuple[str, ...] = ()) -> None:
         if kind not in self._entries:
             raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
-        if not isinstance(name, str) or not name:
-            raise ValueError(f"{kind} name must be a non-empty string, got {name!r}")
+        if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
+            # names become SQL column names and list literals (evaluator/sql, evaluator/queries): keep them plain
+            raise ValueError(f"{kind} name must be an ASCII identifier, got {name!r}")
         if kind == "metric":
             if granularity not in GRANULARITIES:
                 raise ValueError(f"metric {name!r}: granularity must be 'query' or 'dataset', got {granularity!r}")
         elif granularity is not None:
             raise ValueError(f"{kind} {name!r}: only metrics have a granularity")
+        if kind == "flag":
+            if severity not in SEVERITIES:
+                raise ValueError(f"flag {name!r}: severity must be one of {', '.join(SEVERITIES)}, got {severity!r}")
+        elif severity is not None or options:
+            raise ValueError(f"{kind} {name!r}: only flags have a severity and options")
         existing = self._entries[kind].get(name)
         if existing is not None:
             where = f"{getattr(existing.fn, '__module__', '?')}.{getattr(existing.fn, '__qualname__', '?')}"
             raise ValueError(f"{kind} {name!r} is already registered (by {where})")
-        self._entries[kind][name] = Entry(kind, name, fn, granularity)
+        self._entries[kind][name] = Entry(kind, name, fn, granularity, order, severity, tuple(reads), tuple(options))
+        self._ordered.pop(kind, None)
 
-    def _decorator(self, kind: str, name: str, granularity: str | None = None) -> Callable[[F], F]:
+    def _decorator(self, kind: str, name: str, **meta: Any) -> Callable[[F], F]:
         def decorate(fn: F) -> F:
-            self.register(kind, name, fn, granularity=granularity)
+            self.register(kind, name, fn, **meta)
             return fn
 
         return decorate
 
-    def check(self, name: str) -> Callable[[F], F]:
-        return self._decorator("check", name)
+    def check(self, name: str, *, order: int = 0, reads: tuple[str, ...] = ()) -> Callable[[F], F]:
+        return self._decorator("check", name, order=order, reads=reads)
 
-    def flag(self, name: str) -> Callable[[F], F]:
-        return self._decorator("flag", name)
+    def flag(self, name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
+             options: tuple[str, ...] = ()) -> Callable[[F], F]:
+        return self._decorator("flag", name, order=order, severity=severity, reads=reads, options=options)
 
     def metric(self, name: str, granularity: str = "query") -> Callable[[F], F]:
         if granularity not in GRANULARITIES:  # fail at the decorator line, not later
             raise ValueError(f"metric {name!r}: granularity must be 'query' or 'dataset', got {granularity!r}")
-        return self._decorator("metric", name, granularity)
+        return self._decorator("metric", name, granularity=granularity)
 
     def entry(self, kind: str, name: str) -> Entry:
         try:
@@ -78,28 +97,36 @@ class Registry:
     def get(self, kind: str, name: str) -> Callable[..., Any]:
         return self.entry(kind, name).fn
 
+    def entries(self, kind: str) -> tuple[Entry, ...]:
+        """Registered entries of ``kind`` in display order (``order``, then registration order)."""
+        got = self._ordered.get(kind)
+        if got is None:
+            got = self._ordered[kind] = tuple(sorted(self._entries[kind].values(), key=lambda e: e.order))  # stable
+        return got
+
     def names(self, kind: str, *, granularity: str | None = None) -> tuple[str, ...]:
-        """Registered names of ``kind`` in registration order."""
-        return tuple(
-            e.name for e in self._entries[kind].values() if granularity is None or e.granularity == granularity
-        )
+        """Registered names of ``kind`` in display order."""
+        return tuple(e.name for e in self.entries(kind) if granularity is None or e.granularity == granularity)
 
     def unregister(self, kind: str, name: str) -> None:
         """Remove an entry (tests and plugins reloading themselves)."""
         self._entries[kind].pop(name, None)
+        self._ordered.pop(kind, None)
 
 
 REGISTRY = Registry()
 
 
-def check(name: str) -> Callable[[F], F]:
+def check(name: str, *, order: int = 0, reads: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Register a check function ``fn(ctx) -> CheckResult`` under ``name``."""
-    return REGISTRY.check(name)
+    return REGISTRY.check(name, order=order, reads=reads)
 
 
-def flag(name: str) -> Callable[[F], F]:
-    """Register a flag function ``fn(ctx) -> FlagResult | None`` under ``name``."""
-    return REGISTRY.flag(name)
+def flag(name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
+         options: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register a flag function ``fn(ctx) -> FlagResult | None`` under ``name``; ``options`` are
+    the keys its ``[flags.<name>]`` table may hold besides severity and banner."""
+    return REGISTRY.flag(name, severity=severity, order=order, reads=reads, options=options)
 
 
 def metric(name: str, granularity: str = "query") -> Callable[[F], F]:
@@ -119,9 +146,32 @@ def metric_entry(name: str) -> Entry:
     return REGISTRY.entry("metric", name)
 
 
+def _load_definitions() -> None:
+    """Import the modules that register the built-in checks and flags (late: they import this one)."""
+    import evaluator.flags  # noqa: F401 - imports evaluator.checks too
+
+
 def check_names() -> tuple[str, ...]:
+    _load_definitions()
     return REGISTRY.names("check")
 
 
 def flag_names() -> tuple[str, ...]:
+    _load_definitions()
     return REGISTRY.names("flag")
+
+
+def check_entries() -> tuple[Entry, ...]:
+    _load_definitions()
+    return REGISTRY.entries("check")
+
+
+def flag_entries() -> tuple[Entry, ...]:
+    _load_definitions()
+    return REGISTRY.entries("flag")
+
+
+def flag_options(name: str) -> frozenset[str]:
+    """The extra keys flag ``name``'s rules table may hold (what rules.py validates)."""
+    _load_definitions()
+    return frozenset(REGISTRY.entry("flag", name).options)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 Verdict = str  # "PASS" | "FAIL" | "N/A"
 
@@ -10,19 +12,56 @@ PASS: Verdict = "PASS"
 FAIL: Verdict = "FAIL"
 NA: Verdict = "N/A"
 
-CHECK_NAMES: tuple[str, ...] = (
-    "routing_check",
-    "retrieval_check",
-    "answers_question",
-    "cites_shlokas",
-    "follows_template",
-    "no_hallucination",
-)
-FLAG_NAMES: tuple[str, ...] = (
-    "no_context_warning",
-    "refusal_detected",
-    "potential_hallucination",
-)
+
+
+class RegisteredNames(Sequence[str]):
+    """The names of the registered checks (or flags) in display order, read from the registry
+    (evaluator.registry) when used: each check and flag is defined once, where it is decorated.
+
+    A view, not a copy, because the modules that register the checks import this module;
+    compares equal to the tuple of the same names.
+    """
+
+    __slots__ = ("_kind",)
+
+    def __init__(self, kind: str) -> None:
+        self._kind = kind
+
+    def _names(self) -> tuple[str, ...]:
+        from evaluator import registry  # late: registry loads evaluator.checks, which imports this module
+
+        return registry.check_names() if self._kind == "check" else registry.flag_names()
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[str, ...]: ...
+    def __getitem__(self, index: int | slice) -> str | tuple[str, ...]:
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RegisteredNames):
+            return self._names() == other._names()
+        return isinstance(other, (tuple, list)) and self._names() == tuple(other)
+
+    def __hash__(self) -> int:
+        return hash(self._names())
+
+    def __repr__(self) -> str:
+        return repr(self._names())
+
+
+CHECK_NAMES: Sequence[str] = RegisteredNames("check")  # SPEC §4 order
+FLAG_NAMES: Sequence[str] = RegisteredNames("flag")  # SPEC §5 order
 
 
 @dataclass(frozen=True, slots=True)

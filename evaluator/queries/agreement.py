@@ -21,7 +21,7 @@ import numpy as np
 
 from evaluator import agreement as stats
 from evaluator.annotations import RUN_ANNOTATIONS, current_cte, labels
-from evaluator.queries.effective import LATEST_OVERRIDES
+from evaluator.queries.effective import LATEST_OVERRIDES, effective_check_verdict
 from evaluator.store import fetch_one, fetch_value
 
 LABEL_ANNOTATIONS = f"{RUN_ANNOTATIONS} AND label = $label"
@@ -169,7 +169,7 @@ def human_verdict(definition: dict[str, Any], mapping: stats.Mapping) -> HumanVe
 
 def _verdicts_sql(human: HumanVerdict, with_overrides: bool) -> str:
     """CTEs `human(response_id, human)` and `paired(response_id, verdict, human)`."""
-    verdict = "coalesce(o.new_value, c.verdict)" if with_overrides else "c.verdict"
+    verdict = effective_check_verdict() if with_overrides else "c.verdict"
     overrides = (f"{LATEST_OVERRIDES}," if with_overrides else "")
     join = ("LEFT JOIN latest_overrides o ON o.response_id = c.response_id AND o.target = c.check_name"
             if with_overrides else "")

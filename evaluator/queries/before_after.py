@@ -18,6 +18,7 @@ from typing import Any
 
 import duckdb
 
+from evaluator.queries.effective import latest_overrides_cte
 from evaluator.queries.overview import (
     CHECK_LIST_SQL,
     REVIEWS_CTE,
@@ -225,13 +226,13 @@ class BeforeAfter:
                   AND ca.verdict <> cb.verdict
                 GROUP BY ca.response_id
             ),
+            {latest_overrides_cte("page_overrides", columns="*",
+                                  where="response_id IN (SELECT response_id FROM page)").strip()},
             reviewed AS (
                 SELECT response_id,
                        string_agg(target || ' → ' || new_value || ' (' || reviewer || ': ' || reason || ')', '; '
                                   ORDER BY target) AS reviewer
-                FROM (SELECT * FROM overrides WHERE response_id IN (SELECT response_id FROM page)
-                      QUALIFY row_number() OVER (PARTITION BY response_id, target
-                                                 ORDER BY override_id DESC) = 1)
+                FROM page_overrides
                 GROUP BY response_id
             )
             SELECT pg.question_id, pg.provider, pg.template, q.question,

@@ -19,9 +19,16 @@ from typing import Any
 import duckdb
 
 from evaluator.queries import report
+from evaluator.queries.effective import (
+    effective_check_verdict,
+    effective_overall,
+    latest_overrides_cte,
+    overall_from_checks,
+)
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
 from evaluator.stats import wilson_interval
+from evaluator.types import CHECK_NAMES
 
 __all__ = [
     "CHECK_ORDER", "RULESET_ORDER", "check_counts", "common_rulesets", "evaluation_info", "flag_counts",
@@ -31,8 +38,9 @@ __all__ = [
 ]
 
 RULESET_ORDER = ("recorded", "legacy", "t3_aware")
-CHECK_ORDER = ("routing_check", "retrieval_check", "answers_question", "cites_shlokas",
-               "follows_template", "no_hallucination")
+CHECK_ORDER: Sequence[str] = CHECK_NAMES  # the registry's display order (evaluator.registry)
+# The same order as a SQL list for list_position() in queries built with positional parameters.
+# Registered names are ASCII identifiers (the registry refuses others), so the literal cannot break out.
 CHECK_LIST_SQL = "[" + ", ".join(f"'{c}'" for c in CHECK_ORDER) + "]"
 EVALUATION_KEYS = ["evaluation_id", "run", "ruleset", "rules_hash", "created_at", "duration_s", "n_responses"]
 
@@ -120,10 +128,7 @@ class Shown:
 
 
 # The latest override per (response, target). No parameters.
-REVIEWS_CTE = """reviews AS (
-    SELECT response_id, target, new_value FROM overrides
-    QUALIFY row_number() OVER (PARTITION BY response_id, target ORDER BY override_id DESC) = 1
-)"""
+REVIEWS_CTE = latest_overrides_cte("reviews")
 
 
 def reviewed_cte(name: str, n_evaluations: int = 1) -> str:
@@ -132,8 +137,7 @@ def reviewed_cte(name: str, n_evaluations: int = 1) -> str:
     parameters. Needs REVIEWS_CTE before it."""
     return f"""{name} AS (
         SELECT c.evaluation_id, c.response_id,
-               coalesce(any_value(oo.new_value),
-                        CASE WHEN bool_or(coalesce(o.new_value, c.verdict) = 'FAIL') THEN 'FAIL' ELSE 'PASS' END)
+               {effective_overall("any_value(oo.new_value)", overall_from_checks(effective_check_verdict()))}
                    = 'PASS' AS pass
         FROM check_results c
         LEFT JOIN reviews o ON o.response_id = c.response_id AND o.target = c.check_name

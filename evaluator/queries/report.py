@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -9,7 +10,6 @@ import duckdb
 from evaluator.queries.effective import (
     check_results_cte,
     response_results_cte,
-    response_results_params,
 )
 from evaluator.store import fetch_one
 
@@ -19,36 +19,38 @@ def _dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-def query_dicts(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None) -> list[dict[str, Any]]:
-    return _dicts(con.execute(sql, params or []))
+def query_dicts(con: duckdb.DuckDBPyConnection, sql: str,
+                params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
+    """Rows as dicts; ``params`` binds ``$name`` parameters (a mapping) or, for callers elsewhere, ``?`` ones."""
+    return _dicts(con.execute(sql, dict(params) if isinstance(params, Mapping) else list(params or [])))
 
 
 def pass_rates(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, with_overrides: bool = False) -> list[dict]:
     return query_dicts(
         con,
-        f"""WITH {response_results_cte(with_overrides)}
+        f"""WITH {response_results_cte(with_overrides, "$evaluation_id")}
             SELECT r.provider, eff.template_group AS template, count(*) AS n,
                    count(*) FILTER (WHERE eff.overall = 'PASS') AS passed,
                    count(*) FILTER (WHERE eff.overall = 'PASS') / count(*) AS pass_rate
             FROM eff JOIN responses r ON r.response_id = eff.response_id
             GROUP BY r.provider, eff.template_group ORDER BY r.provider, eff.template_group""",
-        response_results_params(evaluation_id, with_overrides),
+        {"evaluation_id": evaluation_id},
     )
 
 
 def check_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, with_overrides: bool = False) -> list[dict]:
     return query_dicts(
         con,
-        f"""WITH {check_results_cte(with_overrides)}
+        f"""WITH {check_results_cte(with_overrides, "$evaluation_id")}
             SELECT r.provider, rr.template_group AS template, c.check_name AS "check",
                    count(*) FILTER (WHERE c.verdict = 'PASS') AS pass,
                    count(*) FILTER (WHERE c.verdict = 'FAIL') AS fail,
                    count(*) FILTER (WHERE c.verdict = 'N/A') AS na
             FROM eff_checks c
             JOIN responses r ON r.response_id = c.response_id
-            JOIN response_results rr ON rr.response_id = c.response_id AND rr.evaluation_id = ?
+            JOIN response_results rr ON rr.response_id = c.response_id AND rr.evaluation_id = $evaluation_id
             GROUP BY ALL ORDER BY r.provider, rr.template_group, c.check_name""",
-        [evaluation_id, evaluation_id],
+        {"evaluation_id": evaluation_id},
     )
 
 
@@ -57,10 +59,10 @@ def flags_evaluation_id(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> i
     row = fetch_one(
         con,
         """SELECT max(e2.evaluation_id) FROM evaluations e JOIN evaluations e2 ON e2.run_id = e.run_id
-           WHERE e.evaluation_id = ?
+           WHERE e.evaluation_id = $evaluation_id
              AND (e2.evaluation_id = e.evaluation_id OR (e.ruleset = 'recorded' AND e2.ruleset <> 'recorded'))
              AND e2.ruleset <> 'recorded'""",
-        [evaluation_id],
+        {"evaluation_id": evaluation_id},
     )
     return None if row is None or row[0] is None else int(row[0])
 
@@ -73,8 +75,8 @@ def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> list[dict
         con,
         """SELECT r.provider, f.flag, count(*) AS count
            FROM flags f JOIN responses r ON r.response_id = f.response_id
-           WHERE f.evaluation_id = ? GROUP BY ALL ORDER BY r.provider, f.flag""",
-        [source],
+           WHERE f.evaluation_id = $evaluation_id GROUP BY ALL ORDER BY r.provider, f.flag""",
+        {"evaluation_id": source},
     )
 
 

@@ -14,10 +14,10 @@ import duckdb
 import orjson
 
 from evaluator.overrides import carried_candidates, history
-from evaluator.queries.effective import check_results_cte, response_results_cte, response_results_params
+from evaluator.queries.effective import check_results_cte, latest_overrides_cte, response_results_cte
 from evaluator.queries.report import flags_evaluation_id, query_dicts
 from evaluator.store import fetch_one
-from evaluator.types import CHECK_NAMES, CheckResult, FlagResult
+from evaluator.types import CHECK_NAMES, FLAG_NAMES, CheckResult, FlagResult
 
 __all__ = [
     "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",
@@ -32,12 +32,12 @@ SELECT r.response_id, r.run_id, run.name AS run, run.profile, r.question_id, q.q
 FROM responses r
 JOIN runs run ON run.run_id = r.run_id
 JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.response_id = ?
+WHERE r.response_id = $response_id
 """
 
 
 def response(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str, Any] | None:
-    rows = query_dicts(con, RESPONSE_SQL, [response_id])
+    rows = query_dicts(con, RESPONSE_SQL, {"response_id": response_id})
     return rows[0] if rows else None
 
 
@@ -46,9 +46,9 @@ def evaluations_of_run(con: duckdb.DuckDBPyConnection, run_id: int) -> list[dict
     return query_dicts(
         con,
         """SELECT evaluation_id, ruleset, rules_hash, created_at, profile, with_spans
-           FROM evaluations WHERE run_id = ?
+           FROM evaluations WHERE run_id = $run_id
            ORDER BY ruleset = 'recorded', evaluation_id DESC""",
-        [run_id],
+        {"run_id": run_id},
     )
 
 
@@ -68,8 +68,8 @@ def evaluation_label(evaluation: dict[str, Any]) -> str:
 def overall(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_id: int) -> dict[str, Any] | None:
     rows = query_dicts(
         con,
-        f"WITH {response_results_cte(True)} SELECT * FROM eff WHERE response_id = ?",
-        [*response_results_params(evaluation_id, True), response_id],
+        f"WITH {response_results_cte(True, '$evaluation_id')} SELECT * FROM eff WHERE response_id = $response_id",
+        {"evaluation_id": evaluation_id, "response_id": response_id},
     )
     return rows[0] if rows else None
 
@@ -83,13 +83,13 @@ def checks(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Seq
     """Effective check verdicts with reasons, per response, in SPEC order."""
     rows = query_dicts(
         con,
-        f"""WITH {check_results_cte(True)}
+        f"""WITH {check_results_cte(True, "$evaluation_id")}
             SELECT ec.response_id, ec.check_name AS "check", ec.verdict, ec.computed, ec.overridden, c.reason
             FROM eff_checks ec
-            JOIN check_results c ON c.evaluation_id = ? AND c.response_id = ec.response_id
+            JOIN check_results c ON c.evaluation_id = $evaluation_id AND c.response_id = ec.response_id
                                 AND c.check_name = ec.check_name
-            WHERE ec.response_id IN (SELECT unnest(?::BIGINT[]))""",
-        [evaluation_id, evaluation_id, list(response_ids)],
+            WHERE ec.response_id IN (SELECT unnest($response_ids::BIGINT[]))""",
+        {"evaluation_id": evaluation_id, "response_ids": list(response_ids)},
     )
     out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
     for row in sorted(rows, key=lambda r: (_order(r["check"]), r["check"])):
@@ -107,10 +107,11 @@ def flags(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequ
     for row in query_dicts(
         con,
         """SELECT response_id, flag, severity FROM flags
-           WHERE evaluation_id = ? AND response_id IN (SELECT unnest(?::BIGINT[]))
-           ORDER BY response_id, CASE flag WHEN 'no_context_warning' THEN 0 WHEN 'refusal_detected' THEN 1
-                                           WHEN 'potential_hallucination' THEN 2 ELSE 3 END, flag""",
-        [source, list(response_ids)],
+           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+           -- SPEC §5 order (the registry's), flags it does not know last
+           ORDER BY response_id, coalesce(list_position($flag_order::VARCHAR[], flag), $n_flags + 1), flag""",
+        {"evaluation_id": source, "response_ids": list(response_ids), "flag_order": list(FLAG_NAMES),
+         "n_flags": len(FLAG_NAMES)},
     ):
         out[int(row.pop("response_id"))].append(row)
     return out
@@ -122,9 +123,9 @@ def retrieved(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) -> di
         con,
         """SELECT rt.response_id, rt.rank, c.chunk_id AS id, rt.score, c.text
            FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
-           WHERE rt.response_id IN (SELECT unnest(?::BIGINT[]))
+           WHERE rt.response_id IN (SELECT unnest($response_ids::BIGINT[]))
            ORDER BY rt.response_id, rt.rank""",
-        [list(response_ids)],
+        {"response_ids": list(response_ids)},
     ):
         out[int(row.pop("response_id"))].append(row)
     return out
@@ -173,8 +174,8 @@ def span_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[
     rows = query_dicts(
         con,
         "SELECT evaluation_id, ruleset, rules_text, rules_source, profile, with_spans FROM evaluations "
-        "WHERE evaluation_id = ?",
-        [source],
+        "WHERE evaluation_id = $evaluation_id",
+        {"evaluation_id": source},
     )
     return rows[0] if rows else None
 
@@ -190,11 +191,13 @@ def spans(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequ
         return _computed_spans(con, source, response_ids)
     rows = con.execute(
         """SELECT response_id, spans FROM check_results
-           WHERE evaluation_id = ? AND response_id IN (SELECT unnest(?::BIGINT[])) AND spans IS NOT NULL
+           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+             AND spans IS NOT NULL
            UNION ALL
            SELECT response_id, spans FROM flags
-           WHERE evaluation_id = ? AND response_id IN (SELECT unnest(?::BIGINT[])) AND spans IS NOT NULL""",
-        [source["evaluation_id"], list(response_ids), source["evaluation_id"], list(response_ids)],
+           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+             AND spans IS NOT NULL""",
+        {"evaluation_id": source["evaluation_id"], "response_ids": list(response_ids)},
     ).fetchall()
     for response_id, raw in rows:
         out[int(response_id)].extend(orjson.loads(raw) or [])
@@ -229,15 +232,15 @@ def refused_state(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str,
     judge = fetch_one(
         con,
         """SELECT mr.refused, m.judge FROM metric_responses mr JOIN metric_results m USING (metric_result_id)
-           WHERE mr.response_id = ? AND mr.refused_by = 'judge'
+           WHERE mr.response_id = $response_id AND mr.refused_by = 'judge'
            ORDER BY m.computed_at DESC, m.metric_result_id DESC LIMIT 1""",
-        [response_id],
+        {"response_id": response_id},
     )
     reviewer = fetch_one(
         con,
-        """SELECT new_value FROM overrides WHERE response_id = ? AND target = 'refused'
-           ORDER BY override_id DESC LIMIT 1""",
-        [response_id],
+        f"""WITH {latest_overrides_cte(where="response_id = $response_id AND target = 'refused'")}
+            SELECT new_value FROM latest_overrides""",
+        {"response_id": response_id},
     )
     return {
         "judge": None if judge is None or judge[0] is None else bool(judge[0]),
@@ -256,26 +259,27 @@ def response_choices(con: duckdb.DuckDBPyConnection, run_id: int, limit: int = 1
         return (f"CASE WHEN length({column}) > 200 THEN left({column}, 150) || '…' || right({column}, 49) "
                 f"ELSE {column} END")
 
-    where = "r.run_id = ?"
-    params: list[Any] = [run_id]
+    where = "r.run_id = $run_id"
+    params: dict[str, Any] = {"run_id": run_id}
     if contains:
-        where += " AND (contains(lower(r.question_id), lower(?)) OR contains(lower(r.provider), lower(?)))"
-        params += [contains, contains]
+        where += (" AND (contains(lower(r.question_id), lower($contains))"
+                  " OR contains(lower(r.provider), lower($contains)))")
+        params["contains"] = contains
     # The page's ids first (a narrow sort), the names for those ids only; the total in its own count.
     total = int(fetch_one(con, f"SELECT count(*) FROM responses r WHERE {where}", params)[0])  # type: ignore[index]
     rows = query_dicts(
         con,
-        f"""WITH page AS (SELECT r.response_id FROM responses r WHERE {where} ORDER BY r.response_id LIMIT ?)
+        f"""WITH page AS (SELECT r.response_id FROM responses r WHERE {where} ORDER BY r.response_id LIMIT $limit)
             SELECT r.response_id, {cut('r.question_id')} AS question_id, {cut('r.provider')} AS provider,
                    left(q.question, 80) AS question
             FROM page JOIN responses r USING (response_id)
             JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
             ORDER BY r.response_id""",
-        [*params, limit],
+        {**params, "limit": limit},
     )
     return [{**row, "total": total} for row in rows]
 
 
 def run_id(con: duckdb.DuckDBPyConnection, run_name: str) -> int | None:
-    row = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
+    row = fetch_one(con, "SELECT run_id FROM runs WHERE name = $name", {"name": run_name})
     return None if row is None else int(row[0])

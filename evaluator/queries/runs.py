@@ -28,8 +28,8 @@ def evaluations(con: duckdb.DuckDBPyConnection, run_name: str) -> list[dict[str,
     rows = con.execute(
         """SELECT e.evaluation_id, e.ruleset, e.rules_hash, e.created_at, e.duration_s, e.n_responses
            FROM evaluations e JOIN runs r USING (run_id)
-           WHERE r.name = ? ORDER BY e.evaluation_id DESC""",
-        [run_name],
+           WHERE r.name = $name ORDER BY e.evaluation_id DESC""",
+        {"name": run_name},
     ).fetchall()
     keys = ["evaluation_id", "ruleset", "rules_hash", "created_at", "duration_s", "n_responses"]
     return [dict(zip(keys, row, strict=True)) for row in rows]

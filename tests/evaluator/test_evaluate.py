@@ -298,3 +298,57 @@ def test_sample_t3_answers_all_pass_under_t3_aware(rules: Rules) -> None:
 def test_sample_t3_answers_fail_cites_shlokas_under_legacy(rules: Rules) -> None:
     out = evaluate_batch(_golden_t3(), ruleset="legacy", rules=rules, profile="ramayana")
     assert all(e.check("cites_shlokas").verdict == FAIL for e in out)
+
+
+# --- the registry is the one definition of the checks and flags (issue 16) ---------------------------------
+
+
+def test_check_names_follow_the_registered_display_order_not_registration_order() -> None:
+    reg = Registry()
+    reg.check("late", order=20)(lambda ctx: None)
+    reg.check("early", order=10)(lambda ctx: None)
+    assert reg.names("check") == ("early", "late")
+
+
+def test_the_builtin_checks_are_in_spec_order() -> None:
+    assert tuple(CHECK_NAMES) == ("routing_check", "retrieval_check", "answers_question", "cites_shlokas",
+                                  "follows_template", "no_hallucination")
+    assert tuple(FLAG_NAMES) == ("no_context_warning", "refusal_detected", "potential_hallucination")
+
+
+def test_check_names_is_a_view_of_the_registry() -> None:
+    from evaluator.registry import REGISTRY
+
+    REGISTRY.check("zz_plugin_check", order=1000)(lambda ctx: None)
+    try:
+        assert CHECK_NAMES[-1] == "zz_plugin_check" and "zz_plugin_check" in CHECK_NAMES
+    finally:
+        REGISTRY.unregister("check", "zz_plugin_check")
+    assert "zz_plugin_check" not in CHECK_NAMES
+
+
+def test_flags_carry_their_default_severity_and_options() -> None:
+    from evaluator.registry import flag_entries, flag_options
+
+    assert {e.name: e.severity for e in flag_entries()} == {
+        "no_context_warning": "warning", "refusal_detected": "info", "potential_hallucination": "warning"}
+    assert flag_options("potential_hallucination") == {"price_pattern", "proper_noun_pattern",
+                                                       "exempt_question_terms"}
+
+
+def test_checks_declare_the_rule_options_they_read() -> None:
+    from evaluator.registry import check_entries
+
+    reads = {e.name: e.reads for e in check_entries()}
+    assert "retrieval.min_score" in reads["retrieval_check"]
+    assert "profile.citation_pattern" in reads["cites_shlokas"]
+
+
+def test_a_flag_without_a_known_severity_is_refused() -> None:
+    with pytest.raises(ValueError, match="severity must be one of info, warning, error"):
+        Registry().flag("f", severity="loud")(lambda ctx: None)
+
+
+def test_a_name_that_is_not_an_identifier_is_refused() -> None:
+    with pytest.raises(ValueError, match="must be an ASCII identifier"):
+        Registry().check("x'; DROP TABLE runs; --")(lambda ctx: None)

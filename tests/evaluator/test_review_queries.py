@@ -66,3 +66,32 @@ def test_review_config_from_a_toml_file_with_the_environment_winning(tmp_path):
     assert both.reviewers == ("carol",) and not both.may_override("alice") and both.may_override("Carol")
     assert load_review_config({}).paradox_phrases == DEFAULT_PARADOX_PHRASES
     assert load_review_config({}).may_override("anyone") and not load_review_config({}).may_override("  ")
+
+
+def test_flags_of_a_response_come_in_the_registrys_order(sample_store):
+    from evaluator.types import FLAG_NAMES
+
+    with connect(sample_store) as con:
+        shown = review.flags(con, _latest(con, "ramayana", "t3_aware"), _ids(con, "ramayana"))
+    orders = [[FLAG_NAMES.index(f["flag"]) for f in found] for found in shown.values()]
+    assert any(len(order) >= 2 for order in orders)  # the sample has responses with several flags
+    assert all(order == sorted(order) for order in orders)
+
+
+def test_check_verdicts_of_a_response_come_in_the_registrys_order(sample_store):
+    from evaluator.types import CHECK_NAMES
+
+    with connect(sample_store) as con:
+        ids = _ids(con, "ramayana")[:3]
+        shown = review.checks(con, _latest(con, "ramayana", "t3_aware"), ids)
+    assert [[c["check"] for c in found] for found in shown.values()] == [list(CHECK_NAMES)] * len(ids)
+
+
+def test_the_reviewers_refusal_decision_is_the_latest_override(sample_store):
+    from evaluator.overrides import add_override
+
+    with connect(sample_store) as con:
+        response_id = _ids(con, "ramayana")[0]
+        add_override(con, response_id, "refused", "REFUSED", "first look", "alice")
+        add_override(con, response_id, "refused", "NOT REFUSED", "second look", "bob")
+        assert review.refused_state(con, response_id)["reviewer"] == "NOT REFUSED"
