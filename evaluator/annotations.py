@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from evaluator.agreement import SCALES
-from evaluator.store import atomic, fetch_one, fetch_value
+from evaluator.store import SAVE_LOCK, atomic, fetch_one, fetch_value
 
 SOURCES = ("imported", "review")
 MAX_VALUE_CHARS = 10_000
@@ -126,7 +126,7 @@ def add_annotation(con: duckdb.DuckDBPyConnection, response_id: int, annotator: 
         known = ", ".join(d["label"] for d in labels(con, int(run_id))) or "none"
         raise AnnotationError(f"field 'label': this run defines no label {label_name!r} (labels: {known})")
     text, number = checked_value(definition, value)
-    with atomic(con):
+    with SAVE_LOCK, atomic(con):  # the token check and the insert, one writer at a time in this process
         if client_token is not None:
             written = fetch_value(con, "SELECT annotation_id FROM annotations WHERE client_token = $token",
                                   {"token": client_token})

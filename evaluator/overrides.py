@@ -10,7 +10,6 @@ is a refusal, which the TRUST-SCORE metrics use instead of the judge's).
 
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +19,7 @@ import duckdb
 from evaluator.queries.effective import LATEST_OVERRIDES, check_results_cte, response_results_cte
 from evaluator.review_config import ReviewConfig, load_review_config
 from evaluator.run_lookup import run_id_for
-from evaluator.store import atomic, fetch_one, fetch_value
+from evaluator.store import SAVE_LOCK, atomic, fetch_one, fetch_value
 from evaluator.types import CHECK_NAMES
 
 VERDICTS = ("PASS", "FAIL", "N/A")
@@ -30,7 +29,7 @@ CONFLICT_RETRIES = 20
 # Only one process holds the store at a time (evaluator.store), so serialising the override
 # writes of this process makes "old_value = the value this override replaced" exact: DuckDB's
 # snapshot isolation would let two concurrent transactions read the same old value.
-_WRITE_LOCK = threading.Lock()
+_WRITE_LOCK = SAVE_LOCK
 
 
 class OverrideError(ValueError):

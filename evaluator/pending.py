@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import duckdb
+
 from evaluator.annotations import AnnotationError, add_annotation
 from evaluator.overrides import OverrideError, OverrideSpec, add_override, add_overrides, allowed_values, apply_carried
 from evaluator.review_config import ReviewConfig, load_review_config
@@ -175,6 +177,14 @@ def apply(db: str | os.PathLike[str] | None, tokens: list[str] | None = None, *,
                     ids = _apply_record(con, record, config)
                 except OverrideError as exc:
                     _finish(folder, token, {"token": token, "error": str(exc), "save": record}, ".failed")
+                    continue
+                except (KeyError, TypeError, ValueError) as exc:  # a journal file no save could come from
+                    _finish(folder, token, {"token": token, "error": f"unreadable save: {exc!r}", "save": record},
+                            ".failed")
+                    continue
+                except duckdb.Error as exc:  # the store said no this time: keep it, go on with the others
+                    LOG.warning("save %s stays pending: %s", token, exc)
+                    continue
                 else:
                     _finish(folder, token, {"token": token, "override_id": ids[0], "override_ids": ids}, ".done")
     except StoreBusyError:

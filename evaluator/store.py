@@ -36,6 +36,11 @@ import duckdb
 
 from evaluator.migrations import MIGRATIONS
 
+# One process-wide lock around every write that is deduplicated by a client token (overrides,
+# ratings): the threads of one process share the store instance, and under snapshot isolation two
+# transactions that both look for the token first would both miss it and both insert.
+SAVE_LOCK = threading.Lock()
+
 DEFAULT_DB = Path("data") / "evaluator.duckdb"
 LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
 DEFAULT_WAIT_S = 600.0

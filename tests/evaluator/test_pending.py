@@ -189,7 +189,7 @@ def _annotations(db: Path) -> list[tuple]:
                            "ORDER BY annotation_id").fetchall()
 
 
-def test_a_rating_typed_while_another_process_writes_is_kept_pending_then_written_once(
+def test_a_rating_typed_while_another_process_writes_is_kept_pending_then_written(
         sample_store: Path, hold_store) -> None:
     save = _rating(sample_store)
     holder = hold_store(sample_store)
@@ -200,8 +200,49 @@ def test_a_rating_typed_while_another_process_writes_is_kept_pending_then_writte
     finally:
         holder.release()
     assert pending.apply(sample_store, [token])[0].state == "saved"
-    assert pending.apply(sample_store, [token])[0].state == "saved"
     assert _annotations(sample_store) == [("priya", "faithfulness", "3", 3.0, "review", token)]
+
+
+def test_a_rating_applied_again_after_a_crash_is_written_once(sample_store: Path) -> None:
+    token = pending.submit(sample_store, _rating(sample_store))
+    journal = pending.journal_dir(sample_store) / f"{token}.json"
+    record = journal.read_text()
+    pending.apply(sample_store, [token])
+    journal.write_text(record)  # as if the process died after the commit, before the journal said "done"
+    assert pending.apply(sample_store, [token])[0].state == "saved"
+    assert [row[5] for row in _annotations(sample_store)] == [token]
+
+
+def test_two_threads_applying_one_rating_write_it_once(sample_store: Path) -> None:
+    """The page's own apply and the background drainer can race for the same journalled save."""
+    for _ in range(5):
+        token = pending.submit(sample_store, _rating(sample_store))
+        record = (pending.journal_dir(sample_store) / f"{token}.json").read_text()
+        start = threading.Barrier(2)
+
+        def apply_once(token: str, start: threading.Barrier) -> None:
+            start.wait()
+            pending.apply(sample_store, [token])
+
+        threads = [threading.Thread(target=apply_once, args=(token, start)) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert [row[5] for row in _annotations(sample_store)].count(token) == 1, record
+
+
+def test_an_unreadable_save_in_the_journal_does_not_hold_up_the_others(sample_store: Path) -> None:
+    broken = pending.submit(sample_store, _save(_response_id(sample_store)))
+    path = pending.journal_dir(sample_store) / f"{broken}.json"
+    record = json.loads(path.read_text())
+    del record["target"]
+    record["saved_at"] = 0  # the oldest: applied first
+    path.write_text(json.dumps(record))
+    good = pending.submit(sample_store, _save(_response_id(sample_store), value="FAIL"))
+    states = {s.token: s.state for s in pending.apply(sample_store)}
+    assert states == {broken: "failed", good: "saved"}
+    assert [row[5] for row in _overrides(sample_store)] == [good]
 
 
 def test_a_rating_off_the_scale_is_kept_as_failed_with_its_reason(sample_store: Path) -> None:
