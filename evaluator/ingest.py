@@ -194,7 +194,7 @@ def store_run(
         _load(con, run_id, run.columns)
         if replaced_run_id is not None:
             _move_overrides(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
-            _move_typed_annotations(con, replaced_run_id, run_id)
+            _move_typed_annotations(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
             delete_run(con, replaced_run_id)
     return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
@@ -246,7 +246,7 @@ def store_run_staged(
                           replace={"evaluation_id": "$evaluation"})
             if replaced_run_id is not None:
                 _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
-                _move_typed_annotations(con, replaced_run_id, ids["run"])
+                _move_typed_annotations(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
                 delete_run(con, replaced_run_id)
     return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
@@ -318,9 +318,11 @@ def _move_overrides(
         )
 
 
-def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int) -> None:
+def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int, *,
+                            drop_overrides: bool) -> None:
     """Ratings reviewers typed in follow their response to the new run, as overrides do; imported
-    ones came with the old file and go with it (the new file brings its own)."""
+    ones came with the old file and go with it (the new file brings its own). Typed ratings of
+    answers that changed would be lost: refused like overrides, unless the caller agreed."""
     con.execute(
         """UPDATE annotations SET response_id = moved.new_id
            FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
@@ -330,6 +332,14 @@ def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new
            WHERE annotations.response_id = moved.old_id AND annotations.source <> 'imported'""",
         {"old": old_run_id, "new": new_run_id},
     )
+    orphaned = fetch_value(
+        con, """SELECT count(*) FROM annotations WHERE source <> 'imported'
+                AND response_id IN (SELECT response_id FROM responses WHERE run_id = $old)""", {"old": old_run_id})
+    if orphaned and not drop_overrides:
+        raise DuplicateRunError(
+            f"replacing the run would drop {orphaned} rating(s) reviewers typed for answers that changed or are "
+            "gone; nothing was written (export them with `evaluator annotations`, then pass --drop-overrides)"
+        )
     labels_used = """SELECT DISTINCT a.label FROM annotations a JOIN responses r USING (response_id)
                      WHERE r.run_id = $new"""
     con.execute(

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           "templates, else 'rag' when the rules define it, else 'clearpath')")
     parser.add_argument("--replace", action="store_true", help="replace an existing run of the same name")
     parser.add_argument("--drop-overrides", action="store_true",
-                        help="with --replace: allow dropping reviewer overrides of answers that changed")
+                        help="with --replace: allow dropping reviewers' overrides and typed ratings of answers "
+                             "that changed")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -930,3 +930,40 @@ def test_expected_answer_column_does_not_make_a_provider(cli, db_path: Path, tmp
     path = write(tmp_path / "wide.csv", csv_bytes(rows))
     assert ingest(cli, db_path, path).returncode == 0
     assert query(db_path, "SELECT DISTINCT provider FROM responses") == [("openai",)]
+
+
+def _rate(store: Path, question_id: str, provider: str) -> None:
+    """A reviewer's typed rating (source 'review') of one response of run 'base'."""
+    from evaluator.annotations import add_annotation, define_label
+    from evaluator.store import connect
+
+    with connect(store) as con:
+        run_id, response_id = con.execute(
+            """SELECT r.run_id, r.response_id FROM responses r JOIN runs USING (run_id)
+               WHERE runs.name = 'base' AND r.question_id = ? AND r.provider = ?""",
+            [question_id, provider]).fetchall()[0]
+        define_label(con, run_id, "faithfulness", "ordinal", ["1", "2", "3", "4"])
+        add_annotation(con, response_id, "priya", "faithfulness", "2", "one claim unsupported")
+
+
+def test_replace_moves_typed_ratings_to_the_same_unchanged_answer(cli, store: Path, tmp_path: Path) -> None:
+    _rate(store, "q2", "claude")
+    unchanged = next(r for r in BASE_RECORDS if r["question_id"] == "q2" and r["provider"] == "claude")
+    path = write(tmp_path / "new.jsonl", jsonl(unchanged, response("q8")))
+    assert ingest(cli, store, path, "--name", "base", "--replace").returncode == 0
+    rows = query(store, """SELECT r.question_id, r.provider, a.annotator, a.value, l.scale
+                           FROM annotations a JOIN responses r USING (response_id)
+                           JOIN labels l ON l.run_id = r.run_id AND l.label = a.label""")
+    assert rows == [("q2", "claude", "priya", "2", "ordinal")]
+
+
+def test_replace_that_would_drop_typed_ratings_is_refused(cli, store: Path, tmp_path: Path) -> None:
+    _rate(store, "q2", "claude")
+    before = snapshot(store)
+    path = write(tmp_path / "new.jsonl", jsonl(response("q2", answer="a changed answer"), response("q8")))
+    result = ingest(cli, store, path, "--name", "base", "--replace")
+    assert result.returncode == 2
+    assert "would drop 1 rating(s) reviewers typed" in result.stderr and "--drop-overrides" in result.stderr
+    assert snapshot(store) == before
+    assert ingest(cli, store, path, "--name", "base", "--replace", "--drop-overrides").returncode == 0
+    assert query(store, "SELECT count(*) FROM annotations") == [(0,)]
