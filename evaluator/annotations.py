@@ -38,6 +38,15 @@ def scale_text(value: object) -> str:
     return str(value)
 
 
+def scale_number(values: list[str] | tuple[str, ...], text: str) -> float:
+    """The number a value of a nominal/ordinal scale stands for, the same for imported and typed
+    ratings: the value itself when it is a number ("0", "2.5"), else its position on the scale,
+    from 1 ("low" < "mid" < "high" -> 1, 2, 3). (Migration 7's comment says "position"; a scale of
+    numbers keeps its numbers, so a 0/1 scale's midpoint is 0.5 however a rating came in.)"""
+    number = _as_number(text)
+    return number if number is not None else float(list(values).index(text) + 1)
+
+
 def _as_number(text: str) -> float | None:
     try:
         number = float(text)
@@ -99,7 +108,7 @@ def checked_value(definition: dict[str, Any], value: object) -> tuple[str, float
         if text not in definition["values"]:
             shown = ", ".join(definition["values"])
             raise AnnotationError(f"field 'value': {text!r} is not on the scale of {name!r} ({shown})")
-        return text, _as_number(text)
+        return text, scale_number(definition["values"], text)
     if scale == "numeric":
         number = _as_number(text)
         if number is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evaluator.annotations import scale_number
 from evaluator.formats.peer import Annotation, Label, PeerRun, Where, last_user_turn, require_object
 from evaluator.readers import Record, type_name
 
@@ -98,7 +99,7 @@ def _metrics(path: Path, items: list[Any]) -> dict[str, dict[str, Any]]:
                 value = item.get("value") if isinstance(item, dict) else None
                 if isinstance(value, bool) or not isinstance(value, str | int | float):
                     raise where.error(f"values[{value_index}].value", "missing or not a string or number")
-                values.append(str(value))
+                values.append(_text(value))
         metrics[name] = {"author": author, "type": kind, "values": values,
                          "description": metric.get("description") or metric.get("display_name")}
     return metrics
@@ -325,7 +326,8 @@ def _number(where: Where, field: str, metric: dict[str, Any], value: str | int |
         values = metric["values"]
         if _text(value) not in values:
             raise where.error(field, f"{value!r} is not one of the metric's values ({', '.join(values)})")
-        return float(values.index(_text(value)) + 1)
+        # the number a rating typed in Review gets for the same value (the labels keep no numeric_value)
+        return scale_number(values, _text(value))
     if metric["type"] == "numerical":
         try:
             return float(value)

@@ -172,3 +172,30 @@ def test_malformed_json_gets_one_message_and_writes_nothing(cli, base_store: Pat
     before = snapshot(base_store)
     assert_one_error(cli("ingest", str(path), db=base_store), str(path), "malformed JSON")
     assert snapshot(base_store) == before
+
+
+def test_imported_and_typed_ratings_get_the_same_number_for_a_value(cli, db_path: Path, tmp_path: Path) -> None:
+    """On a 0/1 scale an imported "0" and a typed "0" are both 0 (not the position 1), so a midpoint
+    rule means the same for both."""
+    from evaluator.annotations import add_annotation
+    from evaluator.store import connect
+
+    data = json.loads(CLAPNQ.read_text(encoding="utf-8"))
+    for metric in data["metrics"]:
+        if metric["name"] == "faithfulness":
+            metric["values"] = [{"value": "0", "numeric_value": 0}, {"value": "1", "numeric_value": 1}]
+    for result in data["results"]:
+        for rating in (result.get("scores") or {}).get("faithfulness", {}).values():
+            if isinstance(rating, dict) and "value" in rating:
+                rating["value"] = "1" if str(rating["value"]) in ("3", "4") else "0"
+    path = tmp_path / "binary.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    cli("ingest", str(path), "--name", "binary", db=db_path, check=True)
+    with connect(db_path) as con:
+        rid = con.execute("SELECT min(response_id) FROM responses").fetchall()[0][0]
+        add_annotation(con, rid, "priya", "faithfulness", "0")
+        pairs = set(con.execute("SELECT value, value_num, source FROM annotations WHERE label = 'faithfulness'")
+                    .fetchall())
+    assert ("0", 0.0, "review") in pairs
+    assert {(v, n) for v, n, s in pairs if s == "imported"} <= {("0", 0.0), ("1", 1.0)}
+    assert {v for v, _, s in pairs if s == "imported"} == {"0", "1"}
