@@ -30,6 +30,7 @@ BATCH_ROWS = 20_000
 STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's sequence gives the real one
 PARALLEL_FROM = 50_000  # below this, a process pool costs more than it saves
 SPANS_UP_TO = 100_000  # store highlight spans for runs up to this size; bigger runs compute them on display
+ENGINES = ("python", "sql")  # python: the reference; sql: evaluator.sql (DuckDB decides, Python the rest)
 
 # Every query takes named parameters ($run, $lo/$hi for a batch, $ids for a list of responses).
 RUN_ROWS_SQL = """
@@ -300,10 +301,22 @@ def recompute(
     workers: int | None = None,
     progress: bool = False,
     profile: str | None = None,
+    engine: str = "python",
+    verify_n: int = 0,
 ) -> RecomputeResult:
     """Evaluate every response of a run and store the evaluation, holding the store only to copy
     the run out and to append the results in one transaction (evaluator.staging). ``profile``
-    (a profile of ``rules``) replaces the run's own for this evaluation."""
+    (a profile of ``rules``) replaces the run's own for this evaluation. ``engine`` "python" is
+    the reference; "sql" decides inside DuckDB (evaluator.sql, no stored spans) and, with
+    ``verify_n``, first re-evaluates that many random responses in Python, writing nothing on a
+    difference (evaluator.sql.engine.VerifyError)."""
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if engine == "python" and verify_n:
+        raise UsageError("--verify checks the sql engine against the Python reference: add --engine sql")
+    if engine == "sql" and with_spans:
+        raise UsageError("the sql engine stores no spans (pages compute them when shown): drop --spans "
+                         "or use --engine python")
     rules = rules or load_rules()
     rules.ruleset(ruleset)  # an unknown rule set or profile fails before the store is opened
     if profile is not None:
@@ -322,11 +335,12 @@ def recompute(
                                  f"({', '.join(rules.profile_names)})")
             snapshot_run(con, run_id, stage)
         if with_spans is None:
-            with_spans = n <= SPANS_UP_TO
+            with_spans = engine == "python" and n <= SPANS_UP_TO
         scon = stage.connect()
         try:
             duration = evaluate_into(scon, STAGED_EVALUATION_ID, run_id, ruleset, rules, profile, with_spans=with_spans,
-                                     workers=workers, progress=progress, label=run_name)
+                                     workers=workers, progress=progress, label=run_name, engine=engine,
+                                     verify_n=verify_n)
         finally:
             scon.close()
         # write window: the evaluation gets its id from the store's sequence as it is copied in
@@ -345,9 +359,12 @@ def recompute(
 def evaluate_into(
     con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str, rules: Rules, profile: str,
     *, with_spans: bool, workers: int | None = None, progress: bool = False, label: str = "",
+    engine: str = "python", verify_n: int = 0,
 ) -> float:
     """Evaluate the run held by `con` (the staging file) and write the evaluation there, in one
     transaction; returns the time it took."""
+    if engine == "sql":
+        return _evaluate_into_sql(con, evaluation_id, run_id, ruleset, rules, profile, verify_n=verify_n)
     n = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id}))
     workers = workers if workers is not None else (min(os.cpu_count() or 1, 4) if n >= PARALLEL_FROM else 1)
     started = time.perf_counter()
@@ -379,6 +396,32 @@ def evaluate_into(
                     {"duration": duration, "evaluation": evaluation_id})
     if bar is not None:
         bar.close()
+    return duration
+
+
+def _evaluate_into_sql(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str,
+                       rules: Rules, profile: str, *, verify_n: int) -> float:
+    """evaluate_into with the SQL engine: evaluated (and verified) before the transaction opens,
+    so a VerifyError leaves nothing behind; stored without spans."""
+    from evaluator.sql.engine import evaluate_run_sql, verify  # the SQL engine builds on this module
+
+    started = time.perf_counter()
+    run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile)
+    if verify_n > 0:
+        verify(con, run, verify_n, ruleset=ruleset, rules=rules, profile=profile)
+    with atomic(con):
+        con.execute(
+            """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
+                                        n_responses, rules_text, profile, with_spans)
+               VALUES ($evaluation, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, false)""",
+            {"evaluation": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash,
+             "source": rules.source, "n": run.overall.num_rows, "text": rules.text, "profile": profile},
+        )
+        _flush(con, [(run.checks, run.flags, run.overall)], evaluation_id)
+        write_evaluation_counts(con, evaluation_id)
+        duration = time.perf_counter() - started
+        con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
+                    {"duration": duration, "evaluation": evaluation_id})
     return duration
 
 

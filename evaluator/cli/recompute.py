@@ -46,18 +46,15 @@ def run(args: argparse.Namespace) -> int:
     if args.profile is not None and args.profile not in rules.profile_names:
         raise UsageError(f"unknown profile {args.profile!r}; the rules{where} define: "
                          f"{', '.join(rules.profile_names)}")
-    if args.engine == "sql":
-        from evaluator.sql.engine import VerifyError
-        from evaluator.sql.recompute import recompute_sql
-        try:
-            result = recompute_sql(args.db, args.run, args.ruleset, rules=rules, profile=args.profile,
-                                   verify_n=args.verify)
-        except VerifyError as exc:
-            print(f"error: --verify found a difference, nothing was written: {exc}", file=sys.stderr)
-            return 1
-    else:
+    from evaluator.sql.engine import VerifyError
+
+    try:
         result = recompute(args.db, args.run, args.ruleset, rules=rules, with_spans=args.spans,
-                           workers=args.workers, progress=sys.stderr.isatty(), profile=args.profile)
+                           workers=args.workers, progress=sys.stderr.isatty(), profile=args.profile,
+                           engine=args.engine, verify_n=args.verify)
+    except VerifyError as exc:
+        print(f"error: --verify found a difference, nothing was written: {exc}", file=sys.stderr)
+        return 1
     summary = {"evaluation_id": result.evaluation_id, "run": result.run, "ruleset": result.ruleset,
                "rules_hash": result.rules_hash, "responses": result.n_responses,
                "duration_s": round(result.duration_s, 3)}

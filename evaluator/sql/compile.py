@@ -59,6 +59,14 @@ def _norm_answer(x: str) -> str:
             f"'[^a-z0-9\\t\\n\\f\\r ]', '', 'g'), '{WS}+'), lambda w: w <> '' AND w NOT IN ('a', 'an', 'the')), ' ')")
 
 
+def _padded_answer(x: str) -> str:
+    """' ' || checks.normalize_answer(x) || ' ' on clean ASCII (one space when it is empty), in
+    two flat replaces: a gold alias (non-empty) occurs as ' alias ' in it exactly when it
+    occurs in the normalised answer (listing the words is 10x slower)."""
+    stripped = f"regexp_replace(lower({x}), '[^a-z0-9\\t\\n\\f\\r ]', '', 'g')"
+    return f"regexp_replace(' ' || {stripped} || ' ', '{WS}+(?:(?:a|an|the){WS}+)*', ' ', 'g')"
+
+
 def _repr(x: str) -> str:
     """Python's repr() of a clean ASCII string."""
     esc = (f"replace(replace(replace(replace(replace({x}, '\\', '\\\\'), chr(9), '\\t'), chr(10), '\\n'), "
@@ -76,41 +84,70 @@ def _label(x: str) -> str:
     return f"nullif(trim({x}, ' ' || chr(9) || chr(10) || chr(12) || chr(13)), '')"
 
 
-def _ckey(x: str) -> str:
-    """checks.citation_key's ASCII fast path as 'name|a|b'; NULL when the general path applies."""
+def _ckey_parts(x: str) -> str:
+    """checks.citation_key's ASCII fast path, matched once: a struct of name and numbers
+    (name '' when the general path applies). _ckey turns it into 'name|a|b'."""
     low = f"lower(trim({x}, ' ' || chr(9) || chr(10) || chr(12) || chr(13)))"
     rx = "^([a-z]+)[-_ ]?kanda[-_ ]+([0-9]{1,1000})[.:_ ]([0-9]{1,1000})$"
-    def num(i: int) -> str:
-        return f"coalesce(nullif(ltrim(regexp_extract({low}, '{rx}', {i}), '0'), ''), '0')"
-
-    return (f"(CASE WHEN regexp_matches({low}, '{rx}') THEN regexp_extract({low}, '{rx}', 1) || '|' || "
-            f"{num(2)} || '|' || {num(3)} END)")
+    return f"regexp_extract({low}, '{rx}', ['n', 'a', 'b'])"
 
 
-def _contains_term(hay: str, term: str, price: bool) -> str:
+def _ckey(parts: str) -> str:
+    """The key 'name|a|b' of _ckey_parts' struct ``parts``; NULL when the general path applies."""
+    def num(f: str) -> str:
+        return f"coalesce(nullif(ltrim({parts}.{f}, '0'), ''), '0')"
+
+    return f"(CASE WHEN {parts}.n <> '' THEN {parts}.n || '|' || {num('a')} || '|' || {num('b')} END)"
+
+
+def _term_in(hay: str, term: str, price: bool) -> str:
     """checks.contains_term on clean ASCII: a whole occurrence (nothing glued on a word edge;
-    a price not continued by '.5' or ',5')."""
+    a price not continued by '.5' or ',5'). The first occurrence is tested with constant
+    patterns; only when it is glued does a pattern built from the term look further (RE2
+    compiles that per row, so it must stay rare)."""
+    first = f"strpos({hay}, {term})"
+    before = f"CASE WHEN {first} > 1 THEN substr({hay}, {first} - 1, 1) ELSE '' END"
+    after = f"substr({hay}, {first} + length({term}), 2)"
+    left_ok = f"(NOT regexp_matches({term}, '^{WORD}') OR NOT regexp_matches({before}, '^{WORD}'))"
+    right_ok = f"(NOT regexp_matches({term}, '{WORD}$') OR NOT regexp_matches({after}, '^{WORD}'))"
+    if price:
+        right_ok = f"({right_ok} AND NOT regexp_matches({after}, '^[.,][0-9]'))"
     left = f"CASE WHEN regexp_matches({term}, '^{WORD}') THEN '(?:^|{NOT_WORD})' ELSE '' END"
     if price:
         right = (f"CASE WHEN regexp_matches({term}, '{WORD}$') THEN '(?:$|[^0-9A-Za-z_.,]|[.,](?:$|[^0-9]))' "
                  f"ELSE '(?:$|[^.,]|[.,](?:$|[^0-9]))' END")
     else:
         right = f"CASE WHEN regexp_matches({term}, '{WORD}$') THEN '(?:$|{NOT_WORD})' ELSE '' END"
-    return (f"(CASE WHEN {term} <> '' AND contains({hay}, {term}) THEN "
-            f"regexp_matches({hay}, ({left}) || regexp_escape({term}) || ({right})) ELSE false END)")
+    return (f"(CASE WHEN {term} = '' OR NOT contains({hay}, {term}) THEN false WHEN {left_ok} AND {right_ok} "
+            f"THEN true ELSE regexp_matches({hay}, ({left}) || regexp_escape({term}) || ({right})) END)")
 
 
-def _verified(term: str, price: bool, exempt: bool) -> str:
-    """Context._verified: allowlisted, or a retrieved item (or the question) holds the term."""
-    nt = _norm(term)
-    parts = [f"list_bool_or(list_transform(texts, lambda d: {_contains_term('d', term, price)}))",
-             f"list_bool_or(list_transform(ntexts, lambda d: {_contains_term('d', nt, price)}))"]
-    if not price:
-        parts.insert(0, f"($has_allow AND list_contains($allowlist, {nt}))")
+def _unverified_ctes(exempt: bool) -> str:
+    """Context.unverified, set-based: every candidate (prices first, then proper nouns, in
+    answer order) is a row; a candidate is verified when it is allowlisted or a retrieved
+    text (or, with ``exempt``, the question) holds it raw or normalised; per response the
+    first unverified candidate is kept."""
+    hays = ["SELECT c.response_id, c.k, c.p, d.text AS hay, c.t AS term FROM cand c "
+            "JOIN retrieved rt USING (response_id) JOIN docs d USING (chunk_key)",
+            "SELECT c.response_id, c.k, c.p, d.ntext, c.nt FROM cand c "
+            "JOIN retrieved rt USING (response_id) JOIN docs d USING (chunk_key)"]
     if exempt:
-        parts += [f"coalesce({_contains_term('question', term, price)}, false)",
-                  _contains_term(_norm("coalesce(question, '')"), nt, price)]
-    return "(" + " OR ".join(f"coalesce({p}, false)" for p in parts) + ")"
+        hays += ["SELECT response_id, k, p, question, t FROM cand", "SELECT response_id, k, p, nq, nt FROM cand"]
+    union = "\n    UNION ALL ".join(hays)
+    return f"""cand AS (
+  SELECT response_id, question, nq, c.t, c.p, c.k, {_norm('c.t')} AS nt
+  FROM (SELECT response_id, question, nq, unnest(cands) AS c FROM f1)
+), pair AS (
+  SELECT * FROM ({union}) WHERE term <> '' AND contains(hay, term)
+), found AS (
+  SELECT DISTINCT response_id, k FROM pair
+  WHERE CASE WHEN p THEN {_term_in('hay', 'term', True)} ELSE {_term_in('hay', 'term', False)} END
+), unv AS (
+  SELECT response_id, arg_min({{'t': t, 'p': p}}, k) AS unverified
+  FROM cand c ANTI JOIN found f USING (response_id, k)
+  WHERE p OR NOT ($has_allow AND list_contains($allowlist, nt))
+  GROUP BY response_id
+)"""
 
 
 def compile_run(rules: Rules, ruleset: str, profile: str) -> CompiledRun | None:
@@ -188,26 +225,33 @@ def compile_run(rules: Rules, ruleset: str, profile: str) -> CompiledRun | None:
     sql = f"""
 WITH base AS (
   SELECT r.response_id, coalesce(r.answer, '') AS answer, q.question, r.template, q.expected_template,
-         q.expected_routing, r.classification, r.answerable,
+         q.expected_routing, r.classification, r.answerable, q.nq,
          coalesce(json_extract(q.gold_answers::VARCHAR, '$[*].aliases[*]'), []) AS gold_json,
          coalesce(json_extract(q.expected_ids::VARCHAR, '$[*]'), []) AS ids_json
-  FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+  FROM responses r
+  JOIN (SELECT *, {_norm("coalesce(question, '')")} AS nq FROM questions WHERE run_id = $run) q
+    ON q.run_id = r.run_id AND q.question_id = r.question_id
   WHERE r.run_id = $run
+), docs AS (  -- each chunk normalised, keyed and gated once, not once per retrieval
+  SELECT chunk_key, chunk_id, text, {_norm('text')} AS ntext, {_ckey('kp')} AS key,
+         {_clean('chunk_id')} AND {_clean('text')} AS clean
+  FROM (SELECT *, {_ckey_parts('chunk_id')} AS kp FROM chunks)
+  WHERE chunk_key IN (SELECT rt.chunk_key FROM retrieved rt JOIN base USING (response_id))
 ), ret AS (
   SELECT rt.response_id, count(*) AS n_items,
          list(c.chunk_id) FILTER (WHERE c.chunk_id IS NOT NULL) AS ids,
-         list(c.text) FILTER (WHERE c.text IS NOT NULL) AS texts,
-         list({_norm('c.text')}) FILTER (WHERE c.text IS NOT NULL) AS ntexts,
+         list(c.key) FILTER (WHERE c.chunk_id IS NOT NULL) AS keys,
+         coalesce(bool_or(c.key IS NULL) FILTER (WHERE c.chunk_id IS NOT NULL), false) AS keys_null,
          count(rt.score) FILTER (WHERE NOT isnan(rt.score)) AS n_scores,
          max(rt.score) FILTER (WHERE NOT isnan(rt.score)) AS best,
          count(*) FILTER (WHERE rt.score >= $min_score AND NOT isnan(rt.score)) AS n_above,
-         bool_and({_clean('c.chunk_id')} AND {_clean('c.text')} AND NOT coalesce(isinf(rt.score), false)) AS ret_clean
-  FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
+         bool_and(c.clean AND NOT coalesce(isinf(rt.score), false)) AS ret_clean
+  FROM retrieved rt JOIN docs c ON c.chunk_key = rt.chunk_key
   WHERE rt.response_id IN (SELECT response_id FROM base)
   GROUP BY rt.response_id
 ), f0 AS (
-  SELECT b.*, coalesce(n_items, 0) AS n_items, coalesce(ids, []) AS ids, coalesce(texts, []) AS texts,
-         coalesce(ntexts, []) AS ntexts,
+  SELECT b.*, coalesce(n_items, 0) AS n_items, coalesce(ids, []) AS ids, coalesce(keys, []) AS keys,
+         coalesce(keys_null, false) AS keys_null,
          coalesce(n_scores, 0) AS n_scores, best, coalesce(n_above, 0) AS n_above,
          list_transform(list_filter(gold_json, lambda j: json_type(j) = 'VARCHAR'), lambda j: j ->> '$') AS aliases,
          list_filter(list_transform(list_filter(ids_json, lambda j: json_type(j) = 'VARCHAR'), lambda j: j ->> '$'),
@@ -219,31 +263,28 @@ WITH base AS (
          {is_t3} AS is_t3,
          regexp_full_match(answer, '{WS}*') AS empty
   FROM base b LEFT JOIN ret USING (response_id)
-), f1 AS (
+), f1 AS MATERIALIZED (
   SELECT *, {cites} AS cites,
-         list_transform(ids, lambda i: {_ckey('i')}) AS keys,
          {" OR ".join(f"coalesce({h}, false)" for h in (hit["refusal"],))} AS h_refusal,
          coalesce({hit['redirect']}, false) AS h_redirect, coalesce({hit['substantive']}, false) AS h_sub,
          coalesce({hit['phrases']}, false) AS h_phrases, coalesce({hit['markers']}, false) AS h_markers,
          ({" OR ".join(f"coalesce({x}, false)" for x in refused)}) AS refused,
          {gold} AS gold,
-         list_transform(regexp_extract_all(answer, $price), lambda t: {{'t': t, 'p': true}}) AS price_cands,
-         list_transform({nouns}, lambda t: {{'t': t, 'p': false}}) AS noun_cands
+         list_concat(list_transform(regexp_extract_all(answer, $price), lambda t, i: {{'t': t, 'p': true, 'k': i}}),
+                     list_transform({nouns}, lambda t, i: {{'t': t, 'p': false, 'k': 1000000 + i}})) AS cands
   FROM f0
-), f2 AS (
-  SELECT *,
-         list_transform(cites, lambda c: CASE WHEN list_contains(ids, c) THEN 1
-              WHEN {_ckey('c')} IS NULL OR list_contains(list_transform(keys, lambda k: k IS NULL), true) THEN NULL
-              WHEN list_contains(keys, {_ckey('c')}) THEN 1 ELSE 0 END) AS cite_ok,
-         list_transform(expected, lambda c: CASE WHEN list_contains(ids, c) THEN 1
-              WHEN {_ckey('c')} IS NULL OR list_contains(list_transform(keys, lambda k: k IS NULL), true) THEN NULL
-              WHEN list_contains(keys, {_ckey('c')}) THEN 1 ELSE 0 END) AS expected_ok,
-         list_filter(list_concat(list_filter(price_cands, lambda c: NOT {_verified('c.t', True, exempt)}),
-                                 list_filter(noun_cands, lambda c: NOT {_verified('c.t', False, exempt)})),
-                     lambda c: true)[1] AS unverified,
-         len(list_filter(gold, lambda a: contains(' ' || {_norm_answer('answer')} || ' ', ' ' || a || ' '))) > 0
-           AS gold_found
-  FROM f1
+), {_unverified_ctes(exempt)}, f2 AS (
+  SELECT f1.*, unv.unverified,
+         list_transform(list_transform(cites, lambda c: {{'c': c, 'k': {_ckey(_ckey_parts('c'))}}}),
+              lambda z: CASE WHEN list_contains(ids, z.c) THEN 1 WHEN z.k IS NULL OR keys_null THEN NULL
+                             WHEN list_contains(keys, z.k) THEN 1 ELSE 0 END) AS cite_ok,
+         list_transform(list_transform(expected, lambda c: {{'c': c, 'k': {_ckey(_ckey_parts('c'))}}}),
+              lambda z: CASE WHEN list_contains(ids, z.c) THEN 1 WHEN z.k IS NULL OR keys_null THEN NULL
+                             WHEN list_contains(keys, z.k) THEN 1 ELSE 0 END) AS expected_ok,
+         CASE WHEN len(gold) > 0 THEN len(list_filter(gold, lambda a: contains(words, ' ' || a || ' '))) > 0
+           ELSE false END AS gold_found
+  FROM (SELECT *, CASE WHEN len(gold) > 0 THEN {_padded_answer('answer')} END AS words FROM f1) f1
+  LEFT JOIN unv USING (response_id)
 ), f3 AS (
   SELECT *,
          clean AND ids_plain AND NOT list_contains(list_transform(aliases, lambda a: {_clean('a')}), false)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -20,10 +19,8 @@ import pyarrow as pa
 
 from evaluator.evaluate import evaluate_batch
 from evaluator.recompute import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA, load_responses
-from evaluator.results import IS_T3_SQL, TEMPLATE_GROUP_SQL, write_evaluation_counts
 from evaluator.rules import Rules
 from evaluator.sql.compile import WS, compile_run
-from evaluator.store import atomic, fetch_one
 from evaluator.types import CHECK_NAMES, FLAG_NAMES, ResponseEvaluation
 
 PYTHON_BATCH = 5_000
@@ -146,42 +143,3 @@ def verify(con: duckdb.DuckDBPyConnection, run: SqlRun, n: int, *, ruleset: str,
             raise VerifyError(f"response {rid}, flags: SQL engine says {got_flags.get(rid, [])!r}, "
                               f"Python reference says {want_flags!r}")
     return len(sample)
-
-
-def write_sql_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, run: SqlRun, *,
-                         ruleset: str, rules: Rules, profile: str, started: float) -> float:
-    """Write ``run`` as evaluation ``evaluation_id`` (the staging file), in one transaction, as
-    recompute.evaluate_into does for the Python engine (no spans: pages compute them on display)."""
-    n = run.overall.num_rows
-    with atomic(con):
-        con.execute(
-            """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
-                                        n_responses, rules_text, profile, with_spans)
-               VALUES ($e, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, false)""",
-            {"e": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash, "source": rules.source,
-             "n": n, "text": rules.text, "profile": profile})
-        con.register("sql_engine_overall", run.overall)
-        con.register("sql_engine_checks", run.checks)
-        con.register("sql_engine_flags", run.flags)
-        try:
-            con.execute(f"""INSERT INTO response_results
-                SELECT $e, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
-                FROM sql_engine_overall o JOIN responses r ON r.response_id = o.response_id
-                JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""", {"e": evaluation_id})
-            con.execute("""INSERT INTO check_results SELECT $e, response_id, check_name, verdict, reason, spans::JSON
-                           FROM sql_engine_checks""", {"e": evaluation_id})
-            con.execute("""INSERT INTO flags SELECT $e, response_id, flag, severity, spans::JSON
-                           FROM sql_engine_flags""", {"e": evaluation_id})
-        finally:
-            for name in ("sql_engine_overall", "sql_engine_checks", "sql_engine_flags"):
-                con.unregister(name)
-        write_evaluation_counts(con, evaluation_id)
-        duration = time.perf_counter() - started
-        con.execute("UPDATE evaluations SET duration_s = $d WHERE evaluation_id = $e",
-                    {"d": duration, "e": evaluation_id})
-    return duration
-
-
-def run_count(con: duckdb.DuckDBPyConnection, run_id: int) -> int:
-    row = fetch_one(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id})
-    return int(row[0]) if row else 0

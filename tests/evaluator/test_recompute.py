@@ -90,3 +90,28 @@ def test_refined_fixes_sentence_initial_function_words_side_by_side(cli, db_path
                db=db_path, check=True)
     rates = [r for r in json.loads(done.stdout)["pass_rates"] if r["provider"] == "bot"]
     assert [(r["passed_a"], r["passed_b"], r["fail_to_pass"]) for r in rates] == [(0, 2, 2)]
+
+
+def _verdicts(con, evaluation_id: int) -> tuple[list, list, list]:  # type: ignore[no-untyped-def]
+    checks, flags, outcomes = _stored(con, evaluation_id)
+    return [c[:4] for c in checks], [f[:3] for f in flags], outcomes
+
+
+@pytest.mark.parametrize("run", ["v2", "clearpath"])
+def test_the_sql_engine_stores_the_python_verdicts_through_the_same_staging(store, run):
+    python = rc.recompute(store, run, "t3_aware", with_spans=False, workers=1)
+    sql = rc.recompute(store, run, "t3_aware", engine="sql", verify_n=10**9)
+    with connect(store) as con:
+        assert _verdicts(con, sql.evaluation_id) == _verdicts(con, python.evaluation_id)
+        counts = ("SELECT provider, template_group, target, verdict, n FROM evaluation_counts "
+                  "WHERE evaluation_id = $e ORDER BY ALL")
+        assert (con.execute(counts, {"e": sql.evaluation_id}).fetchall()
+                == con.execute(counts, {"e": python.evaluation_id}).fetchall())
+
+
+def test_the_sql_engine_stores_no_spans_so_pages_compute_them(store):
+    result = rc.recompute(store, "clearpath", "t3_aware", engine="sql")
+    with connect(store) as con:
+        assert fetch_value(con, "SELECT with_spans FROM evaluations WHERE evaluation_id = $e",
+                           {"e": result.evaluation_id}) is False
+
