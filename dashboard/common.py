@@ -78,16 +78,18 @@ def url_value(key: str, options: Sequence[T], default: T | None = None) -> T | N
 
 
 def select_in_url(label: str, key: str, options: Sequence[T], *, default: T | None = None,
-                  container: object = None, format_func=str) -> T | None:  # type: ignore[no-untyped-def]
+                  container: object = None, format_func=str,  # type: ignore[no-untyped-def]
+                  say_unknown: bool = True) -> T | None:
     """A selectbox whose value lives in the URL query string, so a view can be shared as a link.
 
     A value in the URL that is not an option (a run deleted since the link was shared, a typo)
-    is said, not silently replaced."""
+    is said, not silently replaced — unless `say_unknown` is False, for a choice that another
+    control of the page makes stale as a matter of course (a flip of another tab or page)."""
     if not options:
         return None
     current = url_value(key, options, default)
     wanted = st.query_params.get(key)
-    if wanted is not None and all(str(option) != wanted for option in options):
+    if say_unknown and wanted is not None and all(str(option) != wanted for option in options):
         st.warning(f"{label} “{inline(wanted)}” (from the link) does not exist here; showing "
                    f"“{inline(str(format_func(current)))}” instead.", icon=":material/link_off:")
     index = list(options).index(current) if current in options else 0

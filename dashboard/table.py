@@ -128,7 +128,9 @@ def bulk_panel(con: duckdb.DuckDBPyConnection, ids: list[int], evaluation_id: in
         return
     action = st.radio("Action", list(ACTIONS), key="bulk_action", horizontal=True, format_func=ACTIONS.get)
     # Only what the bot's profile applies: a check that is always N/A for this bot is not offered.
-    targets = [t for t in targets_for(con, ids[0], applicable_only=True) if t != "refused"]
+    # Only what every selected response can take: one target, one transaction for all of them.
+    common = set.intersection(*(set(targets_for(con, i, applicable_only=True)) for i in ids))
+    targets = [t for t in targets_for(con, ids[0], applicable_only=True) if t in common and t != "refused"]
     target = st.selectbox("Verdict", targets, key="bulk_target", format_func=target_label)
     if action == "set":
         st.radio("New value", allowed_values(target), key=f"bulk_value_{target}", horizontal=True)

@@ -2,8 +2,8 @@
 
 Contract with the Review page:
 - Triage's query keys: run, evaluation, provider, template, check, verdict, flag, status, paradox,
-  q (the search; `search` is read as an alias), sort, size — and page, view, tab, which do not
-  change the queue. `QUEUE_KEYS` lists those that do.
+  q (the search; `search` is read as an alias), sort, size, view — and page, tab, which the queue
+  does not carry. `QUEUE_KEYS` lists those it does (view: "Back to Triage" returns to the same view).
 - `filters_from_query(con, query)` -> (TriageFilters, sort, page size), or None when the run is
   unknown (or has no evaluation). Values the page would not offer fall back to what the page shows
   for them ("*" and unknown values: no filter). The Triage page reads its own URL through it, so
@@ -26,8 +26,10 @@ from evaluator.queries import triage as q
 
 ALL = "*"  # "any value" in the URL, e.g. ?provider=*
 VERDICTS = ("FAIL", "PASS", "N/A")
+# The Triage state a queue carries: its filters, order and page size, and the view (cards or table)
+# "Back to Triage" returns to. Not the page: Back computes the page that holds the response.
 QUEUE_KEYS: tuple[str, ...] = ("run", "evaluation", "provider", "template", "check", "verdict", "flag", "status",
-                               "paradox", "q", "sort", "size")
+                               "paradox", "q", "sort", "size", "view")
 SEARCH_ALIAS = "search"
 
 

@@ -197,7 +197,7 @@ def side_by_side(rows: list[dict]) -> None:
     """Answer A and answer B of one flip of the page (picked below, kept in the URL as ?flip=ID), with the
     words that changed marked."""
     picks = {str(r["response_a"]): r for r in rows}
-    pick = select_in_url("Answers side by side", "flip", list(picks), format_func=lambda rid: (
+    pick = select_in_url("Answers side by side", "flip", list(picks), say_unknown=False, format_func=lambda rid: (
         f"{names.short(picks[rid]['question_id'], 30)} · {names.short(picks[rid]['provider'], 30)}"))
     if pick is None:
         return

@@ -40,10 +40,10 @@ def test_values_the_page_would_not_offer_mean_no_filter_and_the_defaults(sample_
     assert parsed == (TriageFilters(evaluation_id=evaluation), "response", 50)
 
 
-def test_the_queue_keeps_only_the_keys_that_define_the_list():
+def test_the_queue_keeps_the_list_and_the_view_not_the_page():
     query = {"run": "r&1", "verdict": "FAIL", "page": "4", "view": "table", "tab": "x", "sort": "verdict"}
     queue = queue_query(query)
-    assert parse_queue(queue) == {"run": "r&1", "verdict": "FAIL", "sort": "verdict"}
+    assert parse_queue(queue) == {"run": "r&1", "verdict": "FAIL", "sort": "verdict", "view": "table"}
     assert set(parse_queue(queue)) <= set(QUEUE_KEYS)
 
 

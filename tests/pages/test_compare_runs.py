@@ -253,3 +253,10 @@ def test_percentages_show_one_decimal(open_page):
     assert columns["pass A"]["type_config"] == {"type": "number", "format": "percent", "step": 0.001}
     assert metric(at, "Pass rate, all responses").count("%") == 2
     assert all(len(part.split(".")[1]) == 2 for part in metric(at, "Pass rate, all responses").split(" → "))
+
+
+def test_a_flip_of_another_tab_in_the_url_shows_the_first_flip_without_a_warning(open_page):
+    at = open_page(flips="Fixes", flip="999999999")
+    assert not [w.value for w in at.warning if "does not exist" in w.value]
+    picker = next(s for s in at.selectbox if s.label == "Answers side by side")
+    assert picker.index == 0

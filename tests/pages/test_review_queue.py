@@ -159,3 +159,12 @@ def test_a_response_an_override_took_out_of_the_queue_still_leads_on(make_app, s
     assert any("your override took it out" in c.value for c in app.caption)
     app.button(key="queue_next").click().run()
     assert app.query_params["response"] == str(failing[1])
+
+
+def test_back_to_triage_returns_to_the_view_the_queue_came_from(make_app, sample_store, query):
+    evaluation = clearpath_t3(query, sample_store)
+    ids = openai_ids(query, sample_store)
+    queue = urlencode({**QUEUE, "evaluation": evaluation, "view": "table", "size": "25"})
+    app = make_app(sample_store, PAGE, response=ids[0], evaluation=evaluation, queue=queue)
+    back = back_link(app)
+    assert (back["view"], back["size"], back["page"]) == ("table", "25", "1")
