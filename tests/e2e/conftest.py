@@ -7,6 +7,7 @@ then use `expect` — never fixed sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -47,16 +48,16 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 60) ->
     raise RuntimeError(f"streamlit did not become healthy at {url} within {timeout_s} s")
 
 
-@pytest.fixture
-def streamlit_server(sample_store: Path, tmp_path: Path) -> Iterator[str]:
-    """Base URL of a dashboard serving a private copy of the sample store."""
+@contextlib.contextmanager
+def serve(db: Path, log_path: Path, **env: str) -> Iterator[str]:
+    """`streamlit run app.py` on a free port against `db` (extra environment in `env`); its base URL."""
     port = _free_port()
-    env = {**os.environ, "EVALUATOR_DB": str(sample_store), "PYTHONPATH": str(ROOT)}
-    log = (tmp_path / "streamlit.log").open("w")
+    full_env = {**os.environ, "EVALUATOR_DB": str(db), "PYTHONPATH": str(ROOT), **env}
+    log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -69,6 +70,13 @@ def streamlit_server(sample_store: Path, tmp_path: Path) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@pytest.fixture
+def streamlit_server(sample_store: Path, tmp_path: Path) -> Iterator[str]:
+    """Base URL of a dashboard serving a private copy of the sample store."""
+    with serve(sample_store, tmp_path / "streamlit.log") as url:
+        yield url
 
 
 def chromium_executable() -> str | None:

@@ -3,9 +3,6 @@ names in its header: nobody types a name, and a request without the header is re
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,29 +10,15 @@ import duckdb
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import ROOT, _free_port, _wait_healthy
+from tests.e2e.conftest import serve
 
 HEADER = "X-Forwarded-Email"
 
 
 @pytest.fixture
 def proxied_server(sample_store: Path, tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
-    env = {**os.environ, "EVALUATOR_DB": str(sample_store), "PYTHONPATH": str(ROOT),
-           "EVALUATOR_IDENTITY_HEADER": HEADER}
-    log = (tmp_path / "streamlit.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--server.headless", "true"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, process)
+    with serve(sample_store, tmp_path / "streamlit.log", EVALUATOR_IDENTITY_HEADER=HEADER) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
 
 
 def _response_id(db: Path) -> int:
