@@ -238,6 +238,8 @@ def bench_floor(n: int, workdir: Path, *, seed: int = 7) -> dict[str, Any]:
                              child_json=True)
     res["recompute"] = timed("recompute", cli("recompute", "--db", str(db), "--run", run, "--ruleset", RULESET,
                                               "--json"))
+    res["recompute_sql"] = timed("recompute --engine sql", cli(
+        "recompute", "--db", str(db), "--run", run, "--ruleset", RULESET, "--engine", "sql", "--json"))
     res["metrics"] = timed("metrics", cli("metrics", "--db", str(db), "--run", run, "--judge", "heuristic", "--json"))
     res["flags_sql"] = timed("flags SQL", this("--step", "flags", "--db", str(db), "--run", run), child_json=True)
     return res
@@ -250,15 +252,17 @@ def table(res: dict[str, Any]) -> str:
     floors = {"ingest": ("read_json", res["read_json"]["reported"]["seconds"]),
               "recompute": ("flags SQL", res["flags_sql"]["reported"]["seconds"]),
               "metrics": ("flags SQL", res["flags_sql"]["reported"]["seconds"])}
+    floors["recompute_sql"] = floors["recompute"]
     ok = {True: "met", False: "**MISS**"}
     lines = [f"| step ({label(n)} responses) | seconds | peak MB | floor (query) | floor seconds | ratio "
              f"(target) | 1M extrapolated (target) | peak ≤ 2 GB |",
              "|---|---|---|---|---|---|---|---|"]
-    for step in ("recompute", "metrics", "ingest"):
+    # recompute_sql: `recompute --engine sql` (opt-in), measured by runs made since it existed
+    for step in [s for s in ("recompute", "recompute_sql", "metrics", "ingest") if s in res]:
         got = res[step]
         floor_name, floor_s = floors[step]
         ratio = got["seconds"] / max(floor_s, 0.01)
-        max_ratio, max_1m = TARGETS[step]
+        max_ratio, max_1m = TARGETS[step.removesuffix("_sql")]
         at_1m = got["seconds"] * scale
         lines.append(f"| {step} | {got['seconds']:.1f} | {got['peak_mb']} | {floor_name} | {floor_s:.2f} | "
                      f"{ratio:.1f}× (≤ {max_ratio:g}×: {ok[ratio <= max_ratio]}) | "
