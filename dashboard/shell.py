@@ -28,9 +28,9 @@ FAVICON = ROOT / "dashboard" / "static" / "favicon.png"  # served by the app its
 
 
 def _pages() -> dict[str, list[StreamlitPage]]:
-    def page(name: str, title: str, icon: str, **kwargs: object) -> StreamlitPage:
-        return st.Page(str(ROOT / "pages" / f"{name}.py"), title=title, icon=f":material/{icon}:",
-                       url_path=kwargs.pop("url_path", name), **kwargs)  # type: ignore[arg-type]
+    def page(name: str, title: str, icon: str) -> StreamlitPage:
+        # url path = file name: the legacy mode and the app then agree on the page (see above)
+        return st.Page(str(ROOT / "pages" / f"{name}.py"), title=title, icon=f":material/{icon}:", url_path=name)
 
     return {
         "For PMs": [
@@ -40,7 +40,7 @@ def _pages() -> dict[str, list[StreamlitPage]]:
             page("before_after", "Before/after", "compare_arrows"),
             page("compare", "Compare runs", "difference"),
             page("metrics", "Metrics", "analytics"),
-            page("rule_lab", "Rule lab", "science", url_path="rule_lab"),
+            page("rule_lab", "Rule lab", "science"),
         ],
         "For reviewers": [
             page("triage", "Triage", "filter_list"),
