@@ -30,6 +30,7 @@ from evaluator.matchers import (
     compiled,
     phrase_rule,
 )
+from evaluator.registry import flag_options
 from evaluator.rules_data import (
     LITERAL_NOUNS,
     NOT_APPLICABLE_TO_BOT,
@@ -242,13 +243,8 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
 
     flags_t = r.table(data, "flags", "", set(FLAG_NAMES))
     flag_rules = []
-    extra_keys = {
-        "no_context_warning": set(),
-        "refusal_detected": {"phrases"},
-        "potential_hallucination": {"price_pattern", "proper_noun_pattern", "exempt_question_terms"},
-    }
-    for flag in FLAG_NAMES:
-        ft = r.table(flags_t, flag, "flags", {"severity", "banner"} | extra_keys[flag])
+    for flag in FLAG_NAMES:  # each flag's own keys are declared where the flag is defined (registry)
+        ft = r.table(flags_t, flag, "flags", {"severity", "banner"} | set(flag_options(flag)))
         severity = r.get(ft, "severity", f"flags.{flag}", str)
         if severity not in ("info", "warning", "error"):
             raise r.fail(f"flags.{flag}.severity", f"expected info, warning or error, got {severity!r}")
