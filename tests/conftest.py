@@ -28,6 +28,14 @@ def run_cli(*args: str, db: Path | None = None, check: bool = False, **kwargs) -
     return result
 
 
+def ingested_store(tmp_path_factory: pytest.TempPathFactory, path: Path, *args: str) -> Path:
+    """A new store holding `path` ingested through the real CLI (extra ingest arguments in `args`),
+    for module-scoped fixtures of tests that only read it."""
+    db = tmp_path_factory.mktemp(path.stem) / "store.duckdb"
+    run_cli("ingest", str(path), *args, db=db, check=True)
+    return db
+
+
 @pytest.fixture
 def cli():
     return run_cli

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.conftest import ingested_store
 from tests.evaluator.test_ingest import assert_one_error, query, snapshot, value
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "ragas_dataset.csv"
@@ -22,11 +23,7 @@ RAGAS_MAP = "question=user_input,answer=response,retrieved=retrieved_contexts,go
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.conftest import run_cli
-
-    db = tmp_path_factory.mktemp("ragas") / "store.duckdb"
-    run_cli("ingest", str(FIXTURE), "--map", RAGAS_MAP, db=db, check=True)
-    return db
+    return ingested_store(tmp_path_factory, FIXTURE, "--map", RAGAS_MAP)
 
 
 def test_a_ragas_csv_ingests_as_one_provider_named_after_the_file(store: Path) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ingested_store
 from tests.evaluator.test_ingest import assert_one_error, query, recorded_verdicts, snapshot, value
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspect_log.json"
@@ -21,11 +22,7 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspec
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.conftest import run_cli
-
-    db = tmp_path_factory.mktemp("inspect") / "store.duckdb"
-    run_cli("ingest", str(FIXTURE), "--name", "insp", db=db, check=True)
-    return db
+    return ingested_store(tmp_path_factory, FIXTURE, "--name", "insp")
 
 
 def test_the_format_is_told_from_the_content(store: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ingested_store
 from tests.evaluator.test_ingest import assert_one_error, query, snapshot, value
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
@@ -24,11 +25,7 @@ V1 = FIXTURES / "inspectorraget_v1.json"
 
 @pytest.fixture(scope="module")
 def clapnq_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tests.conftest import run_cli
-
-    db = tmp_path_factory.mktemp("irg") / "store.duckdb"
-    run_cli("ingest", str(CLAPNQ), "--name", "clapnq", db=db, check=True)
-    return db
+    return ingested_store(tmp_path_factory, CLAPNQ, "--name", "clapnq")
 
 
 def test_the_format_is_told_from_the_content(clapnq_store: Path) -> None:
