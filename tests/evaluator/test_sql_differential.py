@@ -22,6 +22,8 @@ FRAGMENTS = [
     "the document does not mention", "this suggests", "don\u2019t", "I don\u2019t know", "\u201cquoted\u201d",
     "e\u0301", "Stra\u00dfe", "\u0130stanbul Kanda", "\t", "\n", "\x0b", "\x1c", " ", "  ", "K\u212a",
     "According to the text", "symbolizes", "Dasaratha", "sandals", "padukas", "",
+    # articles, punctuation and white space between the words of a gold answer or a term
+    "a the sandals", "The, sandals!", "Dash-aratha", "the\tsandals", "an  a", "$12 / month", "\r\n\t ",
 ]
 text = st.one_of(
     st.lists(st.sampled_from(FRAGMENTS), max_size=12).map(" ".join),
