@@ -12,6 +12,7 @@ from typing import Any
 import streamlit as st
 
 from dashboard import highlight, reviewer_name
+from evaluator.registry import FLAG
 from evaluator.review_config import ReviewConfig, load_review_config
 
 VERDICT_COLOURS = {"PASS": "green", "FAIL": "red", "N/A": "gray"}
@@ -30,14 +31,25 @@ def html(markup: str) -> None:
     st.markdown(markup, unsafe_allow_html=True)
 
 
+def _yellow_banner(text: str) -> None:
+    st.warning(highlight.inline(text), icon=":material/warning:")  # inline-escaped: rules may be a user's
+
+
+def _orange_banner(text: str) -> None:
+    html(highlight.banner(text))
+
+
+# SPEC §5's banner of each flag that has one: yellow for no supporting documentation, orange for
+# unverified details (FLAG.x is the registered name: a renamed flag fails here at import).
+BANNERS = {FLAG.no_context_warning: _yellow_banner, FLAG.potential_hallucination: _orange_banner}
+
+
 def banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> None:
-    """The §5 banners (texts from the evaluation's rules): yellow for no supporting documentation,
-    orange for unverified details."""
+    """The §5 banners of the raised flags, in BANNERS' order (texts from the evaluation's rules)."""
     names = {f["flag"] for f in flags}
-    if "no_context_warning" in names:
-        st.warning(highlight.inline(texts["no_context_warning"]), icon=":material/warning:")  # rules may be a user's
-    if "potential_hallucination" in names:
-        html(highlight.banner(texts["potential_hallucination"]))
+    for flag, show in BANNERS.items():
+        if flag in names:
+            show(texts[flag])
 
 
 def flag_badges(flags: Iterable[Mapping[str, Any]]) -> str:

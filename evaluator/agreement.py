@@ -21,20 +21,24 @@ from typing import Any, Literal
 import krippendorff
 import numpy as np
 
+from evaluator.registry import CHECK
+
 SCALES = ("nominal", "ordinal", "numeric", "text")
 Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
 VERDICTS = ("PASS", "FAIL")
 OPERATORS = (">=", "<=", "==", ">", "<", "=")
 # Default label -> check mappings when the user gives none (label names folded: lower case, no
-# separators). A label "faithfulness" stands for no_hallucination, "relevance" for answers_question;
-# PASS when an annotator's rating is at least the scale's midpoint.
+# separators). A label "faithfulness" stands for the hallucination check, "relevance" for the
+# answers-the-question one; PASS when an annotator's rating is at least the scale's midpoint.
+# (CHECK.x is the registered name: a renamed check fails here at import, not silently later.)
 DEFAULT_CHECKS = {
-    "faithfulness": "no_hallucination", "faithful": "no_hallucination", "groundedness": "no_hallucination",
-    "grounded": "no_hallucination", "hallucination": "no_hallucination",
-    "relevance": "answers_question", "relevant": "answers_question", "answerrelevance": "answers_question",
-    "answerrelevancy": "answers_question", "relevancy": "answers_question",
+    **dict.fromkeys(("faithfulness", "faithful", "groundedness", "grounded", "hallucination"), CHECK.no_hallucination),
+    **dict.fromkeys(("relevance", "relevant", "answerrelevance", "answerrelevancy", "relevancy"),
+                    CHECK.answers_question),
 }
+# The worked example of the --check form, for usage messages.
+MAPPING_EXAMPLE = f"{CHECK.no_hallucination}=faithfulness>=3"
 
 
 class AgreementError(ValueError):
@@ -82,10 +86,10 @@ MAPPING_RE = re.compile(r"^\s*([A-Za-z_][\w.-]*)\s*=\s*(.+?)\s*(>=|<=|==|>|<|=)\
 
 
 def parse_mapping(text: str) -> Mapping:
-    """`no_hallucination=faithfulness>=3` -> Mapping; AgreementError naming the expected form."""
+    """`CHECK=LABEL>=VALUE` (see MAPPING_EXAMPLE) -> Mapping; AgreementError naming the expected form."""
     match = MAPPING_RE.match(text or "")
     if match is None:
-        raise AgreementError(f"--check {text!r}: write CHECK=LABEL>=VALUE, e.g. no_hallucination=faithfulness>=3 "
+        raise AgreementError(f"--check {text!r}: write CHECK=LABEL>=VALUE, e.g. {MAPPING_EXAMPLE} "
                              f"(operators: {', '.join(OPERATORS)})")
     check, label, operator, threshold = match.groups()
     return Mapping(check, label, "==" if operator == "=" else operator, threshold)

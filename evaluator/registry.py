@@ -175,3 +175,28 @@ def flag_options(name: str) -> frozenset[str]:
     """The extra keys flag ``name``'s rules table may hold (what rules.py validates)."""
     _load_definitions()
     return frozenset(REGISTRY.entry("flag", name).options)
+
+
+class RegisteredName:
+    """A kind's registered names as attributes: ``CHECK.no_hallucination`` is ``"no_hallucination"``.
+
+    For modules that must refer to one particular check or flag (a peer's grader that means the same
+    thing, a banner's colour): the name is looked up in the registry when read, so a renamed or
+    removed check fails that module at import, naming what is registered, instead of leaving a
+    string that silently matches nothing."""
+
+    def __init__(self, kind: str) -> None:
+        self._kind = kind
+
+    def __getattr__(self, name: str) -> str:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        _load_definitions()
+        try:
+            return REGISTRY.entry(self._kind, name).name
+        except KeyError as exc:
+            raise AttributeError(exc.args[0]) from None
+
+
+CHECK = RegisteredName("check")
+FLAG = RegisteredName("flag")

@@ -17,15 +17,15 @@ def write_response_results(con: duckdb.DuckDBPyConnection, evaluation_id: int, r
     """Overall = every check that is not N/A passed (SPEC §4), for the responses the evaluation has checks of."""
     con.execute(
         f"""INSERT INTO response_results
-            SELECT ?, r.response_id,
+            SELECT $evaluation_id, r.response_id,
                    CASE WHEN bool_or(c.verdict = 'FAIL') THEN 'FAIL' ELSE 'PASS' END,
                    {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
             FROM responses r
             JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-            JOIN check_results c ON c.response_id = r.response_id AND c.evaluation_id = ?
-            WHERE r.run_id = ?
+            JOIN check_results c ON c.response_id = r.response_id AND c.evaluation_id = $evaluation_id
+            WHERE r.run_id = $run_id
             GROUP BY r.response_id, r.template, q.expected_template""",
-        [evaluation_id, evaluation_id, run_id],
+        {"evaluation_id": evaluation_id, "run_id": run_id},
     )
 
 
@@ -36,9 +36,9 @@ def write_evaluation_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) 
         """INSERT INTO evaluation_counts
            SELECT rr.evaluation_id, r.provider, rr.template_group, 'overall', rr.overall, count(*)
            FROM response_results rr JOIN responses r ON r.response_id = rr.response_id
-           WHERE rr.evaluation_id = ?
+           WHERE rr.evaluation_id = $evaluation_id
            GROUP BY ALL""",
-        [evaluation_id],
+        {"evaluation_id": evaluation_id},
     )
     con.execute(
         """INSERT INTO evaluation_counts
@@ -46,7 +46,7 @@ def write_evaluation_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) 
            FROM check_results c
            JOIN response_results rr ON rr.evaluation_id = c.evaluation_id AND rr.response_id = c.response_id
            JOIN responses r ON r.response_id = c.response_id
-           WHERE c.evaluation_id = ?
+           WHERE c.evaluation_id = $evaluation_id
            GROUP BY ALL""",
-        [evaluation_id],
+        {"evaluation_id": evaluation_id},
     )

@@ -10,27 +10,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from evaluator.registry import CHECK
 from evaluator.types import CHECK_NAMES
 
+# Peers' graders -> the check asking the same question (CHECK.x fails at import if x is renamed).
 GRADER_CHECKS = {
     # promptfoo assertion types
-    "context-faithfulness": "no_hallucination",
-    "context-relevance": "retrieval_check",
-    "context-recall": "retrieval_check",
-    "answer-relevance": "answers_question",
-    "factuality": "answers_question",
-    "model-graded-closedqa": "answers_question",
+    "context-faithfulness": CHECK.no_hallucination,
+    "context-relevance": CHECK.retrieval_check,
+    "context-recall": CHECK.retrieval_check,
+    "answer-relevance": CHECK.answers_question,
+    "factuality": CHECK.answers_question,
+    "model-graded-closedqa": CHECK.answers_question,
     # Inspect scorers
-    "match": "answers_question",
-    "includes": "answers_question",
-    "exact": "answers_question",
-    "model_graded_fact": "answers_question",
-    "model_graded_qa": "answers_question",
-    "answer": "answers_question",
+    "match": CHECK.answers_question,
+    "includes": CHECK.answers_question,
+    "exact": CHECK.answers_question,
+    "model_graded_fact": CHECK.answers_question,
+    "model_graded_qa": CHECK.answers_question,
+    "answer": CHECK.answers_question,
     # both, by what they measure
-    "faithfulness": "no_hallucination",
-    "groundedness": "no_hallucination",
-    "context_relevance": "retrieval_check",
+    "faithfulness": CHECK.no_hallucination,
+    "groundedness": CHECK.no_hallucination,
+    "context_relevance": CHECK.retrieval_check,
 }
 
 

@@ -23,6 +23,7 @@ from evaluator.queries.overview import (
     CHECK_LIST_SQL,
     REVIEWS_CTE,
     RULESET_ORDER,
+    SHOWN_NAMES,
     evaluation_info,
     latest_evaluation,
     query_dicts,
@@ -52,10 +53,10 @@ def _pairs(with_overrides: bool) -> str:
     """CTEs ending in `pairs(response_id, template, va, vb, ca, cb, ra, rb)`: one row per response evaluated
     by both A and B; verdicts are booleans (PASS = true). va/vb = shown verdicts (effective when
     with_overrides), ca/cb = computed ones, ra/rb = a reviewer's ruling (the effective verdict of overridden
-    responses, else NULL). Params: A, A, B, B."""
+    responses, else NULL). Parameters: $a, $b (the evaluations' ids)."""
     return f"""{REVIEWS_CTE},
-        {verdicts_cte('va', with_overrides)},
-        {verdicts_cte('vb', with_overrides)},
+        {verdicts_cte('va', with_overrides, '$a')},
+        {verdicts_cte('vb', with_overrides, '$b')},
         pairs AS (
             SELECT a.response_id, a.template_group AS template, a.pass AS va, b.pass AS vb,
                    a.computed_pass AS ca, b.computed_pass AS cb, a.reviewed_pass AS ra, b.reviewed_pass AS rb
@@ -81,7 +82,7 @@ class BeforeAfter:
                 WITH {_pairs(with_overrides)}
                 SELECT p.*, r.run_id, r.question_id, r.provider
                 FROM pairs p JOIN responses r ON r.response_id = p.response_id""",
-            [self.a, self.a, self.b, self.b],
+            {"a": self.a, "b": self.b},
         )
 
     def close(self) -> None:
@@ -124,9 +125,9 @@ class BeforeAfter:
                            {counts}, count(DISTINCT provider) AS providers
                     FROM t
                     GROUP BY GROUPING SETS ((shown, template), (template))
-                    HAVING grouping(shown) = 1 OR shown IS NOT NULL OR ?
+                    HAVING grouping(shown) = 1 OR shown IS NOT NULL OR $rest
                     ORDER BY grouping(shown), CASE WHEN grouping(shown) = 0 THEN min(i) END NULLS LAST, template""",
-                [list(providers), rest],
+                {SHOWN_NAMES: list(providers), "rest": rest},
             )
         for row in rows:
             n = row["n"]
@@ -145,15 +146,16 @@ class BeforeAfter:
                             limit=limit, offset=offset, contains=contains)
 
     def has_provider(self, provider: str) -> bool:
-        return bool(self.con.execute(f"SELECT count(*) FROM {self.table} WHERE provider = ?",
-                                     [provider]).fetchall()[0][0])
+        return bool(self.con.execute(f"SELECT count(*) FROM {self.table} WHERE provider = $provider",
+                                     {"provider": provider}).fetchall()[0][0])
 
     def flip_count(self, *, provider: str | None = None, template: str | None = None) -> int:
         """How many responses flipped (of this provider / template when given)."""
         return int(self.con.execute(
             f"""SELECT count(*) FROM {self.table}
-                WHERE va <> vb AND (? IS NULL OR provider = ?) AND (? IS NULL OR template = ?)""",
-            [provider, provider, template, template],
+                WHERE va <> vb AND ($provider IS NULL OR provider = $provider)
+                  AND ($template IS NULL OR template = $template)""",
+            {"provider": provider, "template": template},
         ).fetchall()[0][0])
 
     def non_t3_changes(self, *, limit: int = 10) -> tuple[int, int, list[dict[str, Any]]]:
@@ -163,8 +165,8 @@ class BeforeAfter:
             f"""SELECT provider, template, count(*) AS flipped,
                        sum(count(*)) OVER () AS total, count(*) OVER () AS groups
                 FROM {self.table} WHERE template <> 'T3' AND va <> vb
-                GROUP BY provider, template ORDER BY flipped DESC, template, provider LIMIT ?""",
-            [limit],
+                GROUP BY provider, template ORDER BY flipped DESC, template, provider LIMIT $limit""",
+            {"limit": limit},
         ).fetchall()
         if not rows:
             return 0, 0, []
@@ -179,18 +181,18 @@ class BeforeAfter:
         return query_dicts(
             self.con,
             f"""WITH flipped AS (SELECT response_id, template FROM {self.table} WHERE va <> vb
-                             ORDER BY response_id LIMIT ?)
+                             ORDER BY response_id LIMIT $up_to)
                 SELECT ca.check_name AS "check", f.template, ca.verdict AS verdict_a, cb.verdict AS verdict_b,
                        count(*) AS responses
                 FROM check_results ca
                 JOIN flipped f ON f.response_id = ca.response_id
-                JOIN check_results cb ON cb.evaluation_id = ? AND cb.response_id = ca.response_id
+                JOIN check_results cb ON cb.evaluation_id = $b AND cb.response_id = ca.response_id
                                      AND cb.check_name = ca.check_name
-                WHERE ca.evaluation_id = ? AND ca.verdict <> cb.verdict
+                WHERE ca.evaluation_id = $a AND ca.verdict <> cb.verdict
                 GROUP BY ca.check_name, f.template, ca.verdict, cb.verdict
                 ORDER BY list_position({CHECK_LIST_SQL}, ca.check_name), ca.check_name, f.template,
                          verdict_a, verdict_b""",
-            [up_to, self.b, self.a],
+            {"up_to": up_to, "a": self.a, "b": self.b},
         )
 
     def flips(self, *, provider: str | None = None, template: str | None = None, limit: int = 50,
@@ -201,27 +203,27 @@ class BeforeAfter:
         (e.g. 'cites_shlokas FAIL → N/A'), comment (from the run file), reviewer (latest overrides).
         """
         where = ["va <> vb"]
-        params: list[Any] = []
+        params: dict[str, Any] = {"limit": limit, "offset": offset, "a": self.a, "b": self.b}
         if provider:
-            where.append("provider = ?")
-            params.append(provider)
+            where.append("provider = $provider")
+            params["provider"] = provider
         if template:
-            where.append("template = ?")
-            params.append(template)
+            where.append("template = $template")
+            params["template"] = template
         return query_dicts(
             self.con,
             f"""WITH page AS (
                 SELECT * FROM {self.table} WHERE {' AND '.join(where)}
-                ORDER BY template, question_id, provider LIMIT ? OFFSET ?
+                ORDER BY template, question_id, provider LIMIT $limit OFFSET $offset
             ),
             diff AS (
                 SELECT ca.response_id,
                        string_agg(ca.check_name || ' ' || ca.verdict || ' → ' || cb.verdict, '; '
                                   ORDER BY list_position({CHECK_LIST_SQL}, ca.check_name)) AS check_diff
                 FROM check_results ca
-                JOIN check_results cb ON cb.evaluation_id = ? AND cb.response_id = ca.response_id
+                JOIN check_results cb ON cb.evaluation_id = $b AND cb.response_id = ca.response_id
                                      AND cb.check_name = ca.check_name
-                WHERE ca.evaluation_id = ? AND ca.response_id IN (SELECT response_id FROM page)
+                WHERE ca.evaluation_id = $a AND ca.response_id IN (SELECT response_id FROM page)
                   AND cb.response_id IN (SELECT response_id FROM page)
                   AND ca.verdict <> cb.verdict
                 GROUP BY ca.response_id
@@ -246,7 +248,7 @@ class BeforeAfter:
             LEFT JOIN diff d ON d.response_id = pg.response_id
             LEFT JOIN reviewed rv ON rv.response_id = pg.response_id
             ORDER BY pg.template, pg.question_id, pg.provider""",
-            [*params, limit, offset, self.b, self.a],
+            params,
         )
 
 

@@ -16,6 +16,7 @@ import duckdb
 from evaluator.queries.overview import (
     CHECK_LIST_SQL,
     REVIEWS_CTE,
+    SHOWN_NAMES,
     common_rulesets,
     evaluation_info,
     latest_evaluation,
@@ -43,11 +44,11 @@ FLIP_KINDS = ("regressions", "fixes")  # regressions: pass in A -> fail in B; fi
 def default_against(con: duckdb.DuckDBPyConnection, run_name: str) -> str | None:
     """The other run sharing the most question ids with this one (None when no other run exists)."""
     rows = con.execute(
-        """WITH mine AS (SELECT q.question_id FROM questions q JOIN runs r USING (run_id) WHERE r.name = ?)
+        """WITH mine AS (SELECT q.question_id FROM questions q JOIN runs r USING (run_id) WHERE r.name = $run)
            SELECT r.name, count(m.question_id) AS shared
            FROM runs r JOIN questions q USING (run_id) LEFT JOIN mine m ON m.question_id = q.question_id
-           WHERE r.name <> ? GROUP BY r.name, r.run_id ORDER BY shared DESC, r.run_id LIMIT 1""",
-        [run_name, run_name],
+           WHERE r.name <> $run GROUP BY r.name, r.run_id ORDER BY shared DESC, r.run_id LIMIT 1""",
+        {"run": run_name},
     ).fetchall()
     return rows[0][0] if rows else None
 
@@ -71,10 +72,10 @@ def answers(con: duckdb.DuckDBPyConnection, response_ids: list[int]) -> dict[int
 
 def _pairs_cte(with_overrides: bool) -> str:
     """CTEs ending in `pairs` (question_id, provider, template, template_b, va, vb, same_answer,
-    response_a, response_b); verdicts are booleans (PASS = true). Parameters: A, A, B, B."""
+    response_a, response_b); verdicts are booleans (PASS = true). Parameters: $a, $b (the evaluations' ids)."""
     return f"""{REVIEWS_CTE},
-        {verdicts_cte('va', with_overrides)},
-        {verdicts_cte('vb', with_overrides)},
+        {verdicts_cte('va', with_overrides, '$a')},
+        {verdicts_cte('vb', with_overrides, '$b')},
         pa AS (SELECT r.question_id, r.provider, r.answer_hash, r.response_id, a.template_group, a.pass
                FROM va a JOIN responses r ON r.response_id = a.response_id),
         pb AS (SELECT r.question_id, r.provider, r.answer_hash, r.response_id, b.template_group, b.pass
@@ -159,7 +160,7 @@ class RunComparison:
         self.table = quote_ident(f"pm_compare_{uuid.uuid4().hex[:12]}")
         con.execute(
             f"CREATE TEMP TABLE {self.table} AS WITH {_pairs_cte(with_overrides)} SELECT * FROM pairs",
-            [self.a, self.a, self.b, self.b],
+            {"a": self.a, "b": self.b},
         )
 
     def close(self) -> None:
@@ -205,10 +206,10 @@ class RunComparison:
                            {counts}
                     FROM t
                     GROUP BY GROUPING SETS ((), (shown), (template), (shown, template))
-                    HAVING grouping(shown) = 1 OR shown IS NOT NULL OR ?
+                    HAVING grouping(shown) = 1 OR shown IS NOT NULL OR $rest
                     ORDER BY grouping(shown) DESC, CASE WHEN grouping(shown) = 0 THEN min(i) END NULLS LAST,
                              grouping(template) DESC, template""",
-                [list(providers), rest],
+                {SHOWN_NAMES: list(providers), "rest": rest},
             )
         for row in rows:
             row["p_value"] = mcnemar_exact(int(row["regressions"]), int(row["fixes"]))
@@ -228,18 +229,18 @@ class RunComparison:
             self.con,
             f"""WITH page AS (
                 (SELECT 'regressions' AS kind, * FROM {self.table} WHERE va AND NOT vb
-                 ORDER BY template, response_a LIMIT ? OFFSET ?)
+                 ORDER BY template, response_a LIMIT $limit OFFSET $regressions_offset)
                 UNION ALL
                 (SELECT 'fixes' AS kind, * FROM {self.table} WHERE NOT va AND vb
-                 ORDER BY template, response_a LIMIT ? OFFSET ?)
+                 ORDER BY template, response_a LIMIT $limit OFFSET $fixes_offset)
             ),
             diff AS (
                 SELECT pg.response_a,
                        string_agg(ca.check_name || ' ' || ca.verdict || ' → ' || cb.verdict, '; '
                                   ORDER BY list_position({CHECK_LIST_SQL}, ca.check_name)) AS check_diff
                 FROM page pg
-                JOIN check_results ca ON ca.evaluation_id = ? AND ca.response_id = pg.response_a
-                JOIN check_results cb ON cb.evaluation_id = ? AND cb.response_id = pg.response_b
+                JOIN check_results ca ON ca.evaluation_id = $a AND ca.response_id = pg.response_a
+                JOIN check_results cb ON cb.evaluation_id = $b AND cb.response_id = pg.response_b
                                      AND cb.check_name = ca.check_name
                 WHERE ca.verdict <> cb.verdict
                 GROUP BY pg.response_a
@@ -256,7 +257,7 @@ class RunComparison:
                    q.question, CASE WHEN pg.va THEN 'PASS' ELSE 'FAIL' END AS verdict_a,
                    CASE WHEN pg.vb THEN 'PASS' ELSE 'FAIL' END AS verdict_b,
                    CASE WHEN NOT pg.same_answer THEN 'answer changed'
-                        WHEN ? THEN 'same answer — only the rules changed'
+                        WHEN $rules_differ THEN 'same answer — only the rules changed'
                         WHEN ra.template IS DISTINCT FROM rb.template
                           OR ra.classification IS DISTINCT FROM rb.classification
                           OR xa.items IS DISTINCT FROM xb.items THEN 'same answer — routing or retrieval changed'
@@ -271,7 +272,8 @@ class RunComparison:
             LEFT JOIN retrieval xa ON xa.response_id = pg.response_a
             LEFT JOIN retrieval xb ON xb.response_id = pg.response_b
             ORDER BY pg.kind, pg.template, pg.response_a""",
-            [limit, offsets["regressions"], limit, offsets["fixes"], self.a, self.b, rules_differ],
+            {"limit": limit, "regressions_offset": offsets["regressions"], "fixes_offset": offsets["fixes"],
+             "a": self.a, "b": self.b, "rules_differ": rules_differ},
         )
         out: dict[str, list[dict[str, Any]]] = {kind: [] for kind in FLIP_KINDS}
         for row in rows:

@@ -8,7 +8,8 @@ each override also records the evaluation it was made against, for the audit tra
 the effective check verdicts (every check that is not N/A passed).
 
 Parameters are named: pass ``evaluation="$evaluation_id"`` (or another ``$name``) and bind that
-name. The positional default ``"?"`` is kept for callers outside evaluator/queries/ only.
+name. The positional default ``"?"`` is kept for evaluator/overrides.py only, which binds ``?``
+(tests/evaluator/test_layout.py lists it as the one positional parameter left in queries/).
 """
 
 from __future__ import annotations
@@ -71,8 +72,8 @@ def response_results_cte(with_overrides: bool, evaluation: str = "?") -> str:
     """CTE `eff(response_id, overall, computed_overall, overridden, is_t3, template_group)` for the
     evaluation bound to ``evaluation``.
 
-    Positionally (``"?"``) it takes the evaluation id once without overrides, twice with them
-    (see response_results_params); a ``$name`` is bound once either way.
+    Positionally (``"?"``) it takes the evaluation id once without overrides, twice with them;
+    a ``$name`` is bound once either way.
     """
     if not with_overrides:
         return f"""eff AS (
@@ -101,8 +102,3 @@ def response_results_cte(with_overrides: bool, evaluation: str = "?") -> str:
             LEFT JOIN latest_overrides oo ON oo.response_id = rr.response_id AND oo.target = 'overall'
             LEFT JOIN overridden_checks oc ON oc.response_id = rr.response_id
             WHERE rr.evaluation_id = {evaluation})"""
-
-
-def response_results_params(evaluation_id: int, with_overrides: bool) -> list[int]:
-    """The positional parameters of response_results_cte(with_overrides) (callers outside queries/)."""
-    return [evaluation_id, evaluation_id] if with_overrides else [evaluation_id]

@@ -57,11 +57,11 @@ def provider_ranking(
     """Providers with stored results (of every run, or one) by responses, most first:
     (how many, the `limit` names from `offset`). The responses are counted in the newest result's
     per-response rows (joined by id: the names are read once per result, not once per response)."""
-    where = f"m.judge = ? AND m.with_overrides = ? AND lower(m.metric) IN {TRUST_METRICS}"
-    params: list[Any] = [judge, with_overrides]
+    where = f"m.judge = $judge AND m.with_overrides = $with_overrides AND lower(m.metric) IN {TRUST_METRICS}"
+    params: dict[str, Any] = {"judge": judge, "with_overrides": with_overrides}
     if run_name is not None:
-        where += " AND m.run_id = (SELECT run_id FROM runs WHERE name = ?)"
-        params.append(run_name)
+        where += " AND m.run_id = (SELECT run_id FROM runs WHERE name = $run)"
+        params["run"] = run_name
     return ranked_names(
         con,
         f"""WITH newest AS (
@@ -83,14 +83,14 @@ def results(
 ) -> list[dict[str, Any]]:
     """Newest F1GR / F1AC per run x provider with their components (every run, or one; every
     provider, or those of `providers`, in that order within each run)."""
-    where = f"m.judge = ? AND m.with_overrides = ? AND lower(m.metric) IN {TRUST_METRICS}"
-    params: list[Any] = [judge, with_overrides]
+    where = f"m.judge = $judge AND m.with_overrides = $with_overrides AND lower(m.metric) IN {TRUST_METRICS}"
+    params: dict[str, Any] = {"judge": judge, "with_overrides": with_overrides}
     if run_name is not None:
-        where += " AND r.name = ?"
-        params.append(run_name)
+        where += " AND r.name = $run"
+        params["run"] = run_name
     if providers is not None:
-        where += " AND m.provider IN (SELECT unnest(?::VARCHAR[]))"
-        params.append(list(providers))
+        where += " AND m.provider IN (SELECT unnest($providers::VARCHAR[]))"
+        params["providers"] = list(providers)
     rows = con.execute(
         f"""WITH ranked AS (
                 SELECT r.run_id, r.name AS run, m.provider, lower(m.metric) AS metric, m.value,
@@ -139,9 +139,9 @@ def confusion(con: duckdb.DuckDBPyConnection, stored: list[dict[str, Any]]) -> l
         for result_id, refused, answerable, n, by_reviewer in con.execute(
             """SELECT metric_result_id, refused, answerable, count(*),
                       count(*) FILTER (WHERE refused_by = 'reviewer')
-               FROM metric_responses WHERE metric_result_id IN (SELECT unnest(?::INTEGER[]))
+               FROM metric_responses WHERE metric_result_id IN (SELECT unnest($result_ids::INTEGER[]))
                GROUP BY ALL""",
-            [ids],
+            {"result_ids": ids},
         ).fetchall():
             counts.setdefault(int(result_id), []).append((bool(refused), bool(answerable), int(n), int(by_reviewer)))
     out = []

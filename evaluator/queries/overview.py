@@ -13,7 +13,7 @@ re-deriving every response's verdict from its checks: the rest keep their stored
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -25,6 +25,7 @@ from evaluator.queries.effective import (
     latest_overrides_cte,
     overall_from_checks,
 )
+from evaluator.queries.params import Params
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
 from evaluator.stats import wilson_interval
@@ -39,7 +40,7 @@ __all__ = [
 
 RULESET_ORDER = ("recorded", "legacy", "t3_aware")
 CHECK_ORDER: Sequence[str] = CHECK_NAMES  # the registry's display order (evaluator.registry)
-# The same order as a SQL list for list_position() in queries built with positional parameters.
+# The same order as a SQL list for list_position() (a literal: it is the same in every query).
 # Registered names are ASCII identifiers (the registry refuses others), so the literal cannot break out.
 CHECK_LIST_SQL = "[" + ", ".join(f"'{c}'" for c in CHECK_ORDER) + "]"
 EVALUATION_KEYS = ["evaluation_id", "run", "ruleset", "rules_hash", "created_at", "duration_s", "n_responses"]
@@ -49,22 +50,27 @@ EVALUATION_KEYS = ["evaluation_id", "run", "ruleset", "rules_hash", "created_at"
 # --- many names (issue 15): a run may have 100k providers; pages show a ranked page of them ---
 
 
-def ranked_names(con: duckdb.DuckDBPyConnection, source_sql: str, params: Sequence[Any] = (), *, limit: int,
-                 offset: int = 0, contains: str | None = None) -> tuple[int, list[str]]:
-    """Names of `source_sql` (columns `name`, `weight`) by total weight, most first, then by name:
-    (how many names there are — those holding `contains`, ignoring case, when given — and the
-    `limit` names from `offset`). All in SQL: only one page of names reaches Python."""
-    where, where_params = ("WHERE contains(lower(name), lower(?))", [contains]) if contains else ("", [])
-    rows = [] if limit <= 0 else con.execute(
-        f"""WITH src AS ({source_sql})
-            SELECT name, count(*) OVER () AS total FROM src {where}
-            GROUP BY name ORDER BY sum(weight) DESC, name LIMIT ? OFFSET ?""",
-        [*params, *where_params, int(limit), int(offset)],
-    ).fetchall()
-    if rows:
-        return int(rows[0][1]), [str(row[0]) for row in rows]
+def ranked_names(con: duckdb.DuckDBPyConnection, source_sql: str, params: Mapping[str, Any] | None = None, *,
+                 limit: int, offset: int = 0, contains: str | None = None) -> tuple[int, list[str]]:
+    """Names of `source_sql` (columns `name`, `weight`; its `$name` parameters in `params`, none named
+    `ranked_…`) by total weight, most first, then by name: (how many names there are — those holding
+    `contains`, ignoring case, when given — and the `limit` names from `offset`). All in SQL: only one
+    page of names reaches Python."""
+    filtered = Params("ranked").update(params or {})
+    where = f"WHERE contains(lower(name), lower({filtered.bind(contains)}))" if contains else ""
+    if limit > 0:
+        page = Params("ranked_page").update(filtered)
+        rows = con.execute(
+            f"""WITH src AS ({source_sql})
+                SELECT name, count(*) OVER () AS total FROM src {where}
+                GROUP BY name ORDER BY sum(weight) DESC, name
+                LIMIT {page.bind(int(limit))} OFFSET {page.bind(int(offset))}""",
+            page.values,
+        ).fetchall()
+        if rows:
+            return int(rows[0][1]), [str(row[0]) for row in rows]
     total = con.execute(f"WITH src AS ({source_sql}) SELECT count(DISTINCT name) FROM src {where}",
-                        [*params, *where_params]).fetchall()[0][0]
+                        filtered.values).fetchall()[0][0]
     return int(total or 0), []
 
 
@@ -74,21 +80,24 @@ def provider_ranking(con: duckdb.DuckDBPyConnection, evaluation_ids: Sequence[in
     ids = [int(i) for i in evaluation_ids]
     if not ids:
         return 0, []
+    p = Params("evaluation")
     return ranked_names(
         con,
         f"""SELECT provider AS name, n AS weight FROM evaluation_counts
-            WHERE target = 'overall' AND evaluation_id IN ({', '.join('?' * len(ids))})""",
-        ids, limit=limit, offset=offset, contains=contains,
+            WHERE target = 'overall' AND evaluation_id IN ({p.list(ids)})""",
+        p.values, limit=limit, offset=offset, contains=contains,
     )
 
 
-# The providers a page shows (bound as one list parameter), each with its place.
-SHOWN_CTE = "shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i FROM (SELECT ?::VARCHAR[] AS l))"
+# The providers a page shows (bound as one list parameter, $shown_names), each with its place.
+SHOWN_NAMES = "shown_names"
+SHOWN_CTE = (f"shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) AS i "
+             f"FROM (SELECT ${SHOWN_NAMES}::VARCHAR[] AS l))")
 
 
 def shown_pairs_cte(table: str) -> str:
     """`WITH shown …, t …`: the rows of a pairs table (quoted name) with the shown provider's name
-    and place in `shown`/`i` (NULL for the providers not shown); binds the names first."""
+    and place in `shown`/`i` (NULL for the providers not shown); binds the names as `$shown_names`."""
     return (f"WITH {SHOWN_CTE},\n"
             f"t AS (SELECT p.*, s.name AS shown, s.i FROM {table} p LEFT JOIN shown s ON s.name = p.provider)")
 
@@ -98,8 +107,8 @@ class Shown:
 
     The provider is mapped before the rows are grouped (`provider(col)` is the shown name, NULL for
     the others), so 100k providers fold into the page's 20 groups plus one in a single pass, instead
-    of grouping every provider first. Start the query with `with_(…)`: its first parameter (the names)
-    is `params`. Without names (`names` None) it changes nothing."""
+    of grouping every provider first. Start the query with `with_(…)` and bind `params` (the names,
+    as `$shown_names`). Without names (`names` None) it changes nothing."""
 
     def __init__(self, names: Sequence[str] | None, rest: bool) -> None:
         self.names, self.rest = (None if names is None else list(names)), rest
@@ -109,12 +118,12 @@ class Shown:
         return self.names is not None
 
     def with_(self, *ctes: str) -> str:
-        """`WITH shown AS (…), ctes…` (or just the others when off); binds `params` first."""
+        """`WITH shown AS (…), ctes…` (or just the others when off); bind `params` with the query's."""
         return "WITH " + ", ".join([SHOWN_CTE, *ctes] if self.on else ctes)
 
     @property
-    def params(self) -> list[Any]:
-        return [self.names] if self.on else []
+    def params(self) -> dict[str, Any]:
+        return {SHOWN_NAMES: self.names} if self.on else {}
 
     def provider(self, column: str) -> str:
         return "shown.name" if self.on else column
@@ -131,10 +140,10 @@ class Shown:
 REVIEWS_CTE = latest_overrides_cte("reviews")
 
 
-def reviewed_cte(name: str, n_evaluations: int = 1) -> str:
+def reviewed_cte(name: str, evaluations: str) -> str:
     """CTE `name(evaluation_id, response_id, pass)`: whether the effective overall verdict is PASS, for every
-    response a reviewer overrode (overall or a check), under the evaluation(s) bound to its `n_evaluations`
-    parameters. Needs REVIEWS_CTE before it."""
+    response a reviewer overrode (overall or a check), under the evaluation(s) `evaluations` names (the SQL
+    of an IN list: `$a`, or `Params.list(ids)`). Needs REVIEWS_CTE before it."""
     return f"""{name} AS (
         SELECT c.evaluation_id, c.response_id,
                {effective_overall("any_value(oo.new_value)", overall_from_checks(effective_check_verdict()))}
@@ -142,31 +151,29 @@ def reviewed_cte(name: str, n_evaluations: int = 1) -> str:
         FROM check_results c
         LEFT JOIN reviews o ON o.response_id = c.response_id AND o.target = c.check_name
         LEFT JOIN reviews oo ON oo.response_id = c.response_id AND oo.target = 'overall'
-        WHERE c.evaluation_id IN ({', '.join('?' * n_evaluations)})
+        WHERE c.evaluation_id IN ({evaluations})
           AND c.response_id IN (SELECT response_id FROM reviews)
         GROUP BY c.evaluation_id, c.response_id
         HAVING bool_or(o.new_value IS NOT NULL) OR bool_or(oo.new_value IS NOT NULL)
     )"""
 
 
-def verdicts_cte(name: str, with_overrides: bool, n_evaluations: int = 1) -> str:
+def verdicts_cte(name: str, with_overrides: bool, evaluations: str) -> str:
     """CTEs ending in `name(evaluation_id, response_id, pass, computed_pass, reviewed_pass, template_group)` for
-    the evaluation(s) bound to its parameters (bind the ids twice: the reviewed part's, then its own).
-    Needs REVIEWS_CTE before it.
+    the evaluation(s) `evaluations` names (as in reviewed_cte). Needs REVIEWS_CTE before it.
 
     Verdicts are booleans (PASS = true), which keeps the joins of a million rows light. `pass` is the
     effective verdict when with_overrides, else the computed one; `reviewed_pass` is the effective verdict
     of the responses a reviewer overrode (NULL for the others), in both cases.
     """
-    marks = ", ".join("?" * n_evaluations)
-    return f"""{reviewed_cte(name + '_reviewed', n_evaluations)},
+    return f"""{reviewed_cte(name + '_reviewed', evaluations)},
         {name} AS (
             SELECT rr.evaluation_id, rr.response_id,
                    {"coalesce(x.pass, rr.overall = 'PASS')" if with_overrides else "rr.overall = 'PASS'"} AS pass,
                    rr.overall = 'PASS' AS computed_pass, x.pass AS reviewed_pass, rr.template_group
             FROM response_results rr
             LEFT JOIN {name}_reviewed x ON x.evaluation_id = rr.evaluation_id AND x.response_id = rr.response_id
-            WHERE rr.evaluation_id IN ({marks})
+            WHERE rr.evaluation_id IN ({evaluations})
         )"""
 
 
@@ -181,7 +188,8 @@ def rulesets(con: duckdb.DuckDBPyConnection, run_name: str | None = None) -> lis
         rows = con.execute("SELECT DISTINCT ruleset FROM evaluations").fetchall()
     else:
         rows = con.execute(
-            "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = ?", [run_name]
+            "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = $run",
+            {"run": run_name},
         ).fetchall()
     return _ordered([row[0] for row in rows])
 
@@ -197,15 +205,16 @@ EVALUATION_SQL = """SELECT e.evaluation_id, r.name, e.ruleset, e.rules_hash, e.c
 
 
 def evaluation_info(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any] | None:
-    rows = con.execute(EVALUATION_SQL + " WHERE e.evaluation_id = ?", [evaluation_id]).fetchall()
+    rows = con.execute(EVALUATION_SQL + " WHERE e.evaluation_id = $evaluation_id",
+                       {"evaluation_id": evaluation_id}).fetchall()
     return dict(zip(EVALUATION_KEYS, rows[0], strict=True)) if rows else None
 
 
 def latest_evaluation(con: duckdb.DuckDBPyConnection, run_name: str, ruleset: str) -> dict[str, Any] | None:
     """The run's newest stored evaluation under this rule set (None when there is none)."""
     rows = con.execute(
-        EVALUATION_SQL + " WHERE r.name = ? AND e.ruleset = ? ORDER BY e.evaluation_id DESC LIMIT 1",
-        [run_name, ruleset],
+        EVALUATION_SQL + " WHERE r.name = $run AND e.ruleset = $ruleset ORDER BY e.evaluation_id DESC LIMIT 1",
+        {"run": run_name, "ruleset": ruleset},
     ).fetchall()
     return dict(zip(EVALUATION_KEYS, rows[0], strict=True)) if rows else None
 
@@ -236,8 +245,8 @@ def pass_rate_counts(
     the other providers (provider None, last)."""
     if not evaluation_ids:
         return []
-    ids = [int(i) for i in evaluation_ids]
-    marks = ", ".join("?" * len(ids))
+    p = Params("evaluation")
+    marks = p.list(int(i) for i in evaluation_ids)
     shown = Shown(providers, rest)
     computed = f"""computed AS (
             SELECT c.evaluation_id, {shown.provider('c.provider')} AS provider, c.template_group AS template,
@@ -251,7 +260,7 @@ def pass_rate_counts(
     if not with_overrides:
         sql = f"""{shown.with_(computed)}
             SELECT c.evaluation_id, c.provider, c.template, c.n, c.passed FROM computed c ORDER BY {order}"""
-        return query_dicts(con, sql, [*shown.params, *ids])
+        return query_dicts(con, sql, {**shown.params, **p.values})
     delta = f"""delta AS (
             SELECT x.evaluation_id, {shown.provider('r.provider')} AS provider, rr.template_group AS template,
                    sum(x.pass::INTEGER - (rr.overall = 'PASS')::INTEGER) AS d
@@ -260,13 +269,13 @@ def pass_rate_counts(
             JOIN responses r ON r.response_id = x.response_id
             {shown.join('r.provider')}
             GROUP BY ALL)"""
-    sql = f"""{shown.with_(REVIEWS_CTE, reviewed_cte("reviewed", len(ids)), computed, delta)}
+    sql = f"""{shown.with_(REVIEWS_CTE, reviewed_cte("reviewed", marks), computed, delta)}
         SELECT c.evaluation_id, c.provider, c.template, c.n, (c.passed + coalesce(d.d, 0))::BIGINT AS passed
         FROM computed c
         LEFT JOIN delta d ON d.evaluation_id = c.evaluation_id AND d.template = c.template
                          AND d.provider IS NOT DISTINCT FROM c.provider
         ORDER BY {order}"""
-    return query_dicts(con, sql, [*shown.params, *ids, *ids])
+    return query_dicts(con, sql, {**shown.params, **p.values})
 
 
 def with_wilson(row: dict[str, Any], passed: str = "passed", n: str = "n") -> dict[str, Any]:
@@ -278,8 +287,8 @@ def latest_evaluations(con: duckdb.DuckDBPyConnection, ruleset: str) -> dict[int
     """evaluation id -> run name: each run's newest evaluation under `ruleset`, in the order of the runs."""
     latest = con.execute(
         """SELECT r.name, max(e.evaluation_id) FROM runs r JOIN evaluations e USING (run_id)
-           WHERE e.ruleset = ? GROUP BY r.name, r.run_id ORDER BY r.run_id""",
-        [ruleset],
+           WHERE e.ruleset = $ruleset GROUP BY r.name, r.run_id ORDER BY r.run_id""",
+        {"ruleset": ruleset},
     ).fetchall()
     return {int(evaluation_id): name for name, evaluation_id in latest}
 
@@ -319,18 +328,17 @@ def check_counts(
     the counts stored with the evaluation, corrected by reviewers' check overrides (each moves one
     response from its computed verdict to the reviewer's). `providers` and `rest` as in pass_rate_counts."""
     counted = """SELECT provider, template_group AS template, target AS "check", verdict, n
-                 FROM evaluation_counts WHERE evaluation_id = ? AND target <> 'overall'"""
-    params = [evaluation_id]
+                 FROM evaluation_counts WHERE evaluation_id = $evaluation_id AND target <> 'overall'"""
     if with_overrides:
         counted += """
             UNION ALL
             SELECT r.provider, rr.template_group, c.check_name, moved.verdict, moved.n
             FROM reviews o
-            JOIN check_results c ON c.evaluation_id = ? AND c.response_id = o.response_id AND c.check_name = o.target
+            JOIN check_results c ON c.evaluation_id = $evaluation_id AND c.response_id = o.response_id
+                                 AND c.check_name = o.target
             JOIN response_results rr ON rr.evaluation_id = c.evaluation_id AND rr.response_id = c.response_id
             JOIN responses r ON r.response_id = c.response_id
             CROSS JOIN LATERAL (VALUES (c.verdict, -1), (o.new_value, 1)) AS moved(verdict, n)"""
-        params.append(evaluation_id)
     shown = Shown(providers, rest)
     sql = f"""{shown.with_(REVIEWS_CTE, f"counted AS ({counted})")}
             SELECT {shown.provider('k.provider')} AS provider, k.template, k."check",
@@ -342,7 +350,7 @@ def check_counts(
             ORDER BY {'min(shown.i) NULLS LAST' if shown.on else 'provider'}, k.template,
                      list_position({CHECK_LIST_SQL}, k."check"), k."check"
             """
-    return query_dicts(con, sql, [*shown.params, *params])
+    return query_dicts(con, sql, {**shown.params, "evaluation_id": evaluation_id})
 
 
 def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, providers: Sequence[str] | None = None,
@@ -361,8 +369,8 @@ def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, providers
         f"""{shown.with_()}
             SELECT {shown.provider('r.provider')} AS provider, f.flag, count(*) AS count
             FROM flags f JOIN responses r ON r.response_id = f.response_id {shown.join('r.provider')}
-            WHERE f.evaluation_id = ?
+            WHERE f.evaluation_id = $evaluation_id
             GROUP BY ALL ORDER BY min(shown.i) NULLS LAST, f.flag""",
-        [*shown.params, source],
+        {**shown.params, "evaluation_id": source},
     )
     return rows, source

@@ -21,8 +21,9 @@ import duckdb
 
 from evaluator import search_index
 from evaluator.overrides import HAS_CARRIED_SQL, agreement
-from evaluator.queries.effective import check_results_cte, response_results_cte, response_results_params
+from evaluator.queries.effective import check_results_cte, response_results_cte
 from evaluator.queries.overview import pass_rate_counts, ranked_names
+from evaluator.queries.params import Params
 from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dicts
 from evaluator.queries.review import (
     checks,
@@ -95,24 +96,26 @@ INDEX_WORTH_IT_FROM = 100_000  # responses; below this a search reads every answ
 
 def missing_search_index(con: duckdb.DuckDBPyConnection, run_id: int) -> int | None:
     """The run's size, when it is big enough for a search index to matter and has none."""
-    size = int(fetch_value(con, "SELECT n_responses FROM runs WHERE run_id = ?", [run_id]) or 0)
+    size = int(fetch_value(con, "SELECT n_responses FROM runs WHERE run_id = $run_id", {"run_id": run_id}) or 0)
     return size if size >= INDEX_WORTH_IT_FROM and not search_index.is_built(con, run_id) else None
 
 
 PROVIDERS_SQL = """SELECT provider AS name, n AS weight FROM evaluation_counts
-                   WHERE evaluation_id = ? AND target = 'overall'"""
+                   WHERE evaluation_id = $evaluation_id AND target = 'overall'"""
 
 
 def providers(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, limit: int, offset: int = 0,
               contains: str | None = None) -> tuple[int, list[str]]:
     """The evaluation's providers by responses, most first (those holding `contains`, ignoring case):
     (how many, the `limit` names from `offset`). A run may have 100k providers: never list them all."""
-    return ranked_names(con, PROVIDERS_SQL, [evaluation_id], limit=limit, offset=offset, contains=contains)
+    return ranked_names(con, PROVIDERS_SQL, {"evaluation_id": evaluation_id}, limit=limit, offset=offset,
+                        contains=contains)
 
 
 def has_provider(con: duckdb.DuckDBPyConnection, evaluation_id: int, provider: str) -> bool:
-    return bool(fetch_value(con, "SELECT count(*) FROM evaluation_counts WHERE evaluation_id = ? AND provider = ?",
-                            [evaluation_id, provider]))
+    return bool(fetch_value(con, """SELECT count(*) FROM evaluation_counts
+                                    WHERE evaluation_id = $evaluation_id AND provider = $provider""",
+                            {"evaluation_id": evaluation_id, "provider": provider}))
 
 
 def pass_rate_page(con: duckdb.DuckDBPyConnection, evaluation_id: int, providers: list[str]) -> list[dict[str, Any]]:
@@ -130,18 +133,21 @@ def pass_rate_page(con: duckdb.DuckDBPyConnection, evaluation_id: int, providers
 
 def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, list[str]]:
     """What the filters can choose from in this evaluation (providers: see `providers`)."""
-    def values(sql: str, params: list[Any]) -> list[str]:
-        return [str(row[0]) for row in con.execute(sql, params).fetchall() if row[0] is not None]
+    def values(sql: str, evaluation: int) -> list[str]:
+        return [str(row[0]) for row in con.execute(sql, {"evaluation_id": evaluation}).fetchall()
+                if row[0] is not None]
 
     # Each list from one table, filtered by a column its row groups are sorted by (no join: 10x
     # faster at 1M responses).
     source = flags_evaluation_id(con, evaluation_id)
-    names = values("SELECT DISTINCT check_name FROM check_results WHERE evaluation_id = ?", [evaluation_id])
+    names = values("SELECT DISTINCT check_name FROM check_results WHERE evaluation_id = $evaluation_id",
+                   evaluation_id)
     return {
-        "template": values("SELECT DISTINCT template_group FROM response_results WHERE evaluation_id = ? ORDER BY 1",
-                           [evaluation_id]),
+        "template": values("""SELECT DISTINCT template_group FROM response_results
+                              WHERE evaluation_id = $evaluation_id ORDER BY 1""", evaluation_id),
         "check": ["overall", *[c for c in CHECK_NAMES if c in names], *sorted(set(names) - set(CHECK_NAMES))],
-        "flag": values("SELECT DISTINCT flag FROM flags WHERE evaluation_id = ? ORDER BY 1", [source or -1]),
+        "flag": values("SELECT DISTINCT flag FROM flags WHERE evaluation_id = $evaluation_id ORDER BY 1",
+                       source or -1),
     }
 
 
@@ -205,35 +211,34 @@ def search_matches(text: str | None, search: str | None) -> list[dict[str, Any]]
 
 
 def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
-           ids: list[int] | None = None, sort: str = DEFAULT_SORT) -> tuple[str, list[Any]]:
-    """FROM/WHERE of the filtered responses, with its parameters in order (only `ids`, if given).
-    The rows can be ordered by `order_by(sort)`."""
-    cte_params: list[Any] = response_results_params(filters.evaluation_id, True)
-    ctes = f"WITH {response_results_cte(True)}"
+           ids: list[int] | None = None, sort: str = DEFAULT_SORT) -> tuple[str, dict[str, Any]]:
+    """FROM/WHERE of the filtered responses (only `ids`, if given: they passed the filters already),
+    with its named parameters. The rows can be ordered by `order_by(sort)`. Names `$evaluation_id`,
+    `$c_…` and `$w_…` are taken."""
+    ctes = f"WITH {response_results_cte(True, '$evaluation_id')}"
+    cte_params = Params("c").update({"evaluation_id": filters.evaluation_id})
     joins = ""
     if sort == "flags":  # flags per response of this evaluation (or of the run's latest computed one)
-        ctes += ", fc AS (SELECT response_id, count(*) AS n_flags FROM flags WHERE evaluation_id = ? GROUP BY 1)"
-        cte_params.append(flags_evaluation_id(con, filters.evaluation_id) or -1)
+        source = cte_params.bind(flags_evaluation_id(con, filters.evaluation_id) or -1)
+        ctes += (f", fc AS (SELECT response_id, count(*) AS n_flags FROM flags WHERE evaluation_id = {source} "
+                 "GROUP BY 1)")
         joins = "LEFT JOIN fc ON fc.response_id = r.response_id"
     where: list[str] = []
-    params: list[Any] = []  # the WHERE clause's, after all of the CTEs' in the SQL text
+    where_params = Params("w")  # the WHERE clause's, dropped with it for a page's ids
     if filters.provider:
-        where.append("r.provider = ?")
-        params.append(filters.provider)
+        where.append(f"r.provider = {where_params.bind(filters.provider)}")
     if filters.template:
-        where.append("eff.template_group = ?")
-        params.append(filters.template)
+        where.append(f"eff.template_group = {where_params.bind(filters.template)}")
     if filters.verdict and filters.check == "overall":
-        where.append("eff.overall = ?")
-        params.append(filters.verdict)
+        where.append(f"eff.overall = {where_params.bind(filters.verdict)}")
     elif filters.verdict:
-        ctes += f", checks_eff AS (WITH {check_results_cte(True)} SELECT * FROM eff_checks)"
-        cte_params.append(filters.evaluation_id)
-        where.append("r.response_id IN (SELECT response_id FROM checks_eff WHERE check_name = ? AND verdict = ?)")
-        params += [filters.check, filters.verdict]
+        ctes += f", checks_eff AS (WITH {check_results_cte(True, '$evaluation_id')} SELECT * FROM eff_checks)"
+        where.append(f"r.response_id IN (SELECT response_id FROM checks_eff WHERE check_name = "
+                     f"{where_params.bind(filters.check)} AND verdict = {where_params.bind(filters.verdict)})")
     if filters.flag:
-        where.append("r.response_id IN (SELECT response_id FROM flags WHERE evaluation_id = ? AND flag = ?)")
-        params += [flags_evaluation_id(con, filters.evaluation_id) or -1, filters.flag]
+        source = where_params.bind(flags_evaluation_id(con, filters.evaluation_id) or -1)
+        where.append(f"r.response_id IN (SELECT response_id FROM flags WHERE evaluation_id = {source} "
+                     f"AND flag = {where_params.bind(filters.flag)})")
     if filters.override_status == "overridden":
         where.append("EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = r.response_id)")
     elif filters.override_status == "not_overridden":
@@ -241,22 +246,22 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
     elif filters.override_status == "carried":
         where.append(HAS_CARRIED_SQL)
     if filters.paradox:
-        where.append("eff.overall = 'FAIL' AND regexp_matches(coalesce(r.comment, ''), ?, 'i')")
-        params.append(filters.paradox_regex or load_review_config().paradox_regex())
+        paradox = where_params.bind(filters.paradox_regex or load_review_config().paradox_regex())
+        where.append(f"eff.overall = 'FAIL' AND regexp_matches(coalesce(r.comment, ''), {paradox}, 'i')")
     terms = search_terms(filters.text or "")
     if terms:
         # A semi-join on this run's rows per term, so each regex runs once per text before any other join.
-        run_id = int(fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?",
-                                 [filters.evaluation_id]))
+        run_id = int(fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = $evaluation_id",
+                                 {"evaluation_id": filters.evaluation_id}))
         for term in terms:
-            matching, matching_params = search_index.matching_responses(con, run_id, term, search_pattern(term))
+            # search_index binds positionally: its `?` become names of this query's
+            found = search_index.matching_responses(con, run_id, term, search_pattern(term))
+            matching = where_params.positional(*found)
             where.append(f"r.response_id IN ({matching})")
-            params += matching_params
     page_ids = ""
     if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE
-        page_ids = "JOIN (SELECT unnest(?::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"
-        cte_params.append(ids)
-        where, params = [], []  # the page's ids passed the filters already
+        page_ids = f"JOIN (SELECT unnest({cte_params.bind(ids)}::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"
+        where, where_params = [], Params("w")  # the page's ids passed the filters already
     sql = f"""{ctes}
         SELECT __COLUMNS__
         FROM eff {page_ids}
@@ -264,12 +269,12 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
         {joins}
         {"WHERE " + " AND ".join(where) if where else ""}"""
-    return sql, cte_params + params
+    return sql, cte_params.update(where_params).values
 
 
 def count(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> int:
     sql, params = _query(con, filters)
-    return int(fetch_value(con, sql.replace("__COLUMNS__", "count(*)"), params))  # type: ignore[call-overload]
+    return int(fetch_value(con, sql.replace("__COLUMNS__", "count(*)"), params))
 
 
 PAGE_COLUMNS = """r.response_id, r.question_id, r.provider, r.model, r.template, eff.template_group AS template_group,
@@ -285,11 +290,11 @@ def page_and_count(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_
     every answer of the run, so doing it twice would double the wait)."""
     sql, params = _query(con, filters, sort=sort)
     sql = sql.replace("__COLUMNS__", "r.response_id, count(*) OVER () AS total") + \
-        f" ORDER BY {order_by(sort)} LIMIT ? OFFSET ?"
+        f" ORDER BY {order_by(sort)} LIMIT $page_size OFFSET $page_offset"
 
     def ids_of(number: int) -> list[tuple[int, int]]:
         # Narrow rows (ids) through the sort; the wide columns are read for the page's ids only.
-        rows = con.execute(sql, [*params, page_size, (number - 1) * page_size]).fetchall()
+        rows = con.execute(sql, {**params, "page_size": page_size, "page_offset": (number - 1) * page_size}).fetchall()
         return [(int(response_id), int(total)) for response_id, total in rows]
 
     number = max(page_number, 1)
@@ -333,7 +338,7 @@ def queue_position(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort:
     columns = (f"r.response_id, row_number() {window} AS position, lag(r.response_id) {window} AS previous_id, "
                f"lead(r.response_id) {window} AS next_id, count(*) OVER () AS total")
     row = fetch_one(con, f"SELECT position, total, previous_id, next_id FROM ({sql.replace('__COLUMNS__', columns)}) "
-                         "WHERE response_id = ?", [*params, response_id])
+                         "WHERE response_id = $response_id", {**params, "response_id": response_id})
     if row is None:
         return None
     position, total, previous_id, next_id = row

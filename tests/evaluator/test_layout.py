@@ -101,10 +101,10 @@ REPO = PACKAGE.parent
 NAME_DEFINITIONS = {"evaluator/checks.py", "evaluator/flags.py"}
 # Modules outside this area that still spell names out; each needs its owner's change (kept
 # explicit so the list only shrinks): the SQL form of the checks, the rules-file reader's
-# per-flag keys (registry.flag_options), import aliases, and the Review banners.
+# per-flag keys (registry.flag_options), the Rule lab. Modules that must name one particular
+# check or flag (a peer's grader, a banner's colour) write `registry.CHECK.name`, checked at import.
 NAMES_KNOWN_ELSEWHERE = {
-    "evaluator/sql/compile.py", "evaluator/rules.py", "evaluator/agreement.py", "evaluator/formats/grades.py",
-    "evaluator/rule_lab.py", "dashboard/reviewing.py",
+    "evaluator/sql/compile.py", "evaluator/rules.py", "evaluator/rule_lab.py",
     # help and usage text with a worked example (prose for the user, not a list of checks)
     "evaluator/cli/agreement.py", "pages/agreement.py",
 }
@@ -194,3 +194,71 @@ def test_converted_query_modules_bind_only_named_parameters() -> None:
                         if re.search(r"(=|\(|,|IN|LIMIT|OFFSET)\s*\?", t)]
                   for rel in NAMED_PARAMETER_MODULES}
     assert {rel: found for rel, found in positional.items() if found} == {}
+
+
+# --- named parameters only (issue 16 §2) ---------------------------------------------------------
+
+# Every read-only query module, and the writer of the per-response results.
+NAMED_PARAMETER_FILES = (*sorted(p.relative_to(REPO).as_posix() for p in (REPO / "evaluator" / "queries").glob("*.py")),
+                         "evaluator/results.py")
+# (file, literal) pairs still binding positionally, each waiting for its owner's change: the `?`
+# default of effective.py's CTE builders, for evaluator/overrides.py, which binds `?`.
+POSITIONAL_KNOWN = {("evaluator/queries/effective.py", "?")}
+_SQL_NOT_CODE = r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
+_POSITIONAL = r"(?<![\w)\]?*+.\\])\?(?=$|[\s),;]|::)|\$\d"
+
+
+def _code_strings(source: str) -> list[str]:
+    """The string literals of ``source`` as the SQL they build: an f-string whole, each ``{…}`` a blank."""
+    tree = ast.parse(source)
+    parts_of_fstrings = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            out.append("".join(v.value if isinstance(v, ast.Constant) else " " for v in node.values))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts_of_fstrings:
+            out.append(node.value)
+    return out
+
+
+def _positional_parameters(text: str) -> list[str]:
+    """The positional parameters of SQL text: `?` standing as a token of its own, or `$1`-style.
+
+    The rule: drop what SQL does not read as code (quoted strings and identifiers, comments), then
+    flag a `?` that does not follow a word character, a closing bracket or a regex quantifier's
+    target, and is followed by the end, a space, `)`, `,`, `;` or a `::` cast — where SQL puts a
+    parameter (`= ?`, `IN (?, ?)`, `LIMIT ?`, `?::BIGINT[]`). Prose puts `?` after a word
+    ("runs?"), a regex after what it quantifies (`s?`, `.*?`) or before a group's flag (`(?i)`,
+    `(?:`), so neither is flagged; a numbered `$1` is positional too."""
+    import re
+
+    code = re.sub(_SQL_NOT_CODE, " ", text, flags=re.DOTALL)
+    return [m.group() for m in re.finditer(_POSITIONAL, code)]
+
+
+def test_query_modules_bind_only_named_parameters() -> None:
+    found = {(rel, text) for rel in NAMED_PARAMETER_FILES
+             for text in _code_strings((REPO / rel).read_text(encoding="utf-8")) if _positional_parameters(text)}
+    assert len(NAMED_PARAMETER_FILES) > 8  # the glob found the modules
+    assert found - POSITIONAL_KNOWN == set()
+
+
+def test_the_parameter_check_finds_positional_parameters_in_any_position() -> None:
+    sql = ("SELECT ? FROM t WHERE a = ? AND b IN (?, ?) AND c=? AND d IN (SELECT unnest(?::BIGINT[]))\n"
+           "LIMIT ? OFFSET ?;")
+    assert _positional_parameters(sql) == ["?"] * 8
+    assert _positional_parameters("WHERE a = $1") == ["$1"]
+    assert _positional_parameters("?") == ["?"]  # a lone mark, as in ", ".join("?" * n)
+
+
+def test_the_parameter_check_ignores_named_parameters_quoted_text_regexes_and_prose() -> None:
+    assert _positional_parameters("WHERE a = $evaluation_id AND b IN ($ids_0, $ids_1) LIMIT $limit") == []
+    assert _positional_parameters("WHERE note = 'why?' AND \"odd?\" = 1 -- any ?\n") == []
+    assert _positional_parameters("(?is)x\\?") == []
+    assert _positional_parameters(r"^\s*([A-Za-z_]+)?\s*(?:=|>=)\s*(.+?)$") == []
+    assert _positional_parameters("Which run? Pick one.") == []
+
+
+def test_the_parameter_check_reads_an_f_string_whole() -> None:
+    source = 'sql = f"SELECT x FROM {table} WHERE note = \'{{a}} ?\' AND id = ?"\n'
+    assert [_positional_parameters(t) for t in _code_strings(source)] == [["?"]]
