@@ -3,8 +3,9 @@
 An edit is a set of form fields (each a key path in the rules TOML) plus an optional TOML text
 merged on top, like a user's ``--rules`` file (``rules_merge``). ``edit`` validates the result
 with the rules' own reader and names the field an error belongs to. ``preview`` evaluates every
-response of the run in Python (``evaluate_batch``: verdicts only) under the base and the edited
-rules and compares them; both are cached by (run, rules hash), the run's rows by its content.
+response of the run inside DuckDB (the SQL engine, evaluator.sql; verdicts only) under the base
+and the edited rules and compares them; both are cached by (run, rules hash), the run's rows by
+its content.
 Nothing here writes to the store.
 """
 
@@ -21,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evaluator import rules_merge
-from evaluator.evaluate import evaluate_batch
+from evaluator.results import TEMPLATE_GROUP_SQL
 from evaluator.rules import Rules, rules_from_text
-from evaluator.types import CHECK_NAMES, GoldClaim, ResponseInput, RetrievedItem
+from evaluator.types import CHECK_NAMES
 
 if TYPE_CHECKING:
     import duckdb
@@ -222,68 +223,32 @@ def _attributed(message: str, form: Sequence[Field], lines_of: dict[str, list[in
 
 # --- the run's rows, read once per run content --------------------------------------------------
 
-RUN_SQL = """
-SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
-       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
-       rt.keys AS chunk_keys, rt.scores
+# What the before/after shows of each response, in one query; the evaluation itself runs in
+# DuckDB (evaluator.sql), so no response is loaded into Python here. The group is the one the
+# stored evaluations record (results.TEMPLATE_GROUP_SQL).
+RUN_SQL = f"""
+SELECT r.response_id, r.question_id, r.provider, {TEMPLATE_GROUP_SQL} AS template_group
 FROM responses r
 JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-LEFT JOIN (SELECT t.response_id, list(t.chunk_key ORDER BY t.rank) AS keys, list(t.score ORDER BY t.rank) AS scores
-           FROM retrieved t SEMI JOIN responses x ON x.response_id = t.response_id AND x.run_id = $run
-           GROUP BY t.response_id) rt ON rt.response_id = r.response_id
 WHERE r.run_id = $run
 ORDER BY r.response_id
-"""
-# Each chunk once (a run's responses share a corpus): its id and text by key.
-CHUNKS_SQL = """
-SELECT c.chunk_key, c.chunk_id, c.text FROM chunks c
-WHERE c.chunk_key IN (SELECT t.chunk_key FROM retrieved t JOIN responses x ON x.response_id = t.response_id
-                      WHERE x.run_id = $run)
 """
 
 
 @dataclass(frozen=True)
 class RunRows:
+    run_id: int
     ids: list[int]
-    inputs: list[ResponseInput]
-
-
-def _gold(raw: str | None) -> tuple[GoldClaim, ...]:
-    import orjson
-
-    return tuple(GoldClaim(tuple(c["aliases"]), c.get("supported")) for c in (orjson.loads(raw) if raw else ()))
+    question_ids: list[str]
+    providers: list[str]
+    groups: list[str]
 
 
 def read_run(con: duckdb.DuckDBPyConnection, run_id: int) -> RunRows:
-    """Every response of the run as the evaluator's input: the rows in one query, the chunks in another."""
-    import orjson
-
-    chunks_t = con.sql(CHUNKS_SQL, params={"run": run_id}).to_arrow_table()
-    chunks = dict(zip(chunks_t.column("chunk_key").to_pylist(),
-                      zip(chunks_t.column("chunk_id").to_pylist(), chunks_t.column("text").to_pylist(), strict=True),
-                      strict=True))
+    """Every response of the run: its id, question, provider and template group."""
     t = con.sql(RUN_SQL, params={"run": run_id}).to_arrow_table()
-    c = {name: t.column(name).to_pylist() for name in t.column_names}
-    golds: dict[str | None, tuple[GoldClaim, ...]] = {}
-    expected: dict[str | None, tuple[str, ...]] = {}
-    inputs = []
-    for i in range(t.num_rows):
-        gold_raw, ids_raw = c["gold_answers"][i], c["expected_ids"][i]
-        if gold_raw not in golds:
-            golds[gold_raw] = _gold(gold_raw)
-        if ids_raw not in expected:
-            expected[ids_raw] = tuple(orjson.loads(ids_raw)) if ids_raw else ()
-        keys, scores = c["chunk_keys"][i] or (), c["scores"][i] or ()
-        retrieved = tuple(RetrievedItem(chunks[k][0], chunks[k][1], s)
-                          for k, s in zip(keys, scores, strict=True) if k in chunks)
-        inputs.append(ResponseInput(
-            question_id=c["question_id"][i], question=c["question"][i], provider=c["provider"][i],
-            answer=c["answer"][i], template=c["template"][i], expected_template=c["expected_template"][i],
-            expected_routing=c["expected_routing"][i], classification=c["classification"][i],
-            retrieved=retrieved, gold_answers=golds[gold_raw], answerable=c["answerable"][i],
-            expected_ids=expected[ids_raw],
-        ))
-    return RunRows(c["response_id"], inputs)
+    return RunRows(run_id, *(t.column(name).to_pylist()
+                             for name in ("response_id", "question_id", "provider", "template_group")))
 
 
 # --- verdicts and their comparison --------------------------------------------------------------
@@ -291,21 +256,41 @@ def read_run(con: duckdb.DuckDBPyConnection, run_id: int) -> RunRows:
 
 @dataclass(frozen=True)
 class Verdicts:
-    """One evaluation of every response of a run: PASS/FAIL overall, the six checks' verdicts, the group."""
+    """One evaluation of every response of a run: PASS/FAIL overall and the six checks' verdicts."""
 
     passed: list[bool]
     checks: list[tuple[str, ...]]
-    groups: list[str]
     seconds: float
 
 
-def evaluate_rows(rows: RunRows, rules: Rules, ruleset: str, profile: str) -> Verdicts:
+# The engine's rows (Arrow tables ``lab_overall``, ``lab_checks``), one per response in id order.
+PIVOT_SQL = """
+SELECT o.response_id, o.overall = 'PASS' AS passed,
+       list(c.verdict ORDER BY list_position($checks, c.check_name)) AS verdicts
+FROM lab_overall o JOIN lab_checks c USING (response_id)
+GROUP BY ALL
+ORDER BY o.response_id
+"""
+
+
+def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str,
+                  profile: str) -> Verdicts:
+    """The run's verdicts under ``rules``, decided in DuckDB by the SQL engine (the Python
+    reference decides the rows SQL cannot; evaluator.sql.engine). Reads the store, writes nothing."""
+    from evaluator.sql.engine import evaluate_run_sql
+
     started = time.perf_counter()
-    results = evaluate_batch(rows.inputs, ruleset=ruleset, rules=rules, profile=profile)
-    groups = ["T3" if ev.is_t3 else (resp.expected_template or resp.template or "none")
-              for ev, resp in zip(results, rows.inputs, strict=True)]
-    return Verdicts([ev.overall == "PASS" for ev in results],
-                    [tuple(c.verdict for c in ev.checks) for ev in results], groups,
+    run = evaluate_run_sql(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile)
+    con.register("lab_overall", run.overall)
+    con.register("lab_checks", run.checks)
+    try:
+        t = con.sql(PIVOT_SQL, params={"checks": list(CHECK_NAMES)}).to_arrow_table()
+    finally:
+        con.unregister("lab_overall")
+        con.unregister("lab_checks")
+    if t.column("response_id").to_pylist() != rows.ids:
+        raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
+    return Verdicts(t.column("passed").to_pylist(), [tuple(v) for v in t.column("verdicts").to_pylist()],
                     time.perf_counter() - started)
 
 
@@ -338,10 +323,11 @@ def cached_rows(run_key: tuple[Any, ...], load: Callable[[], RunRows]) -> RunRow
     return rows
 
 
-def cached_verdicts(run_key: tuple[Any, ...], rows: RunRows, rules: Rules, ruleset: str, profile: str) -> Verdicts:
+def cached_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows: RunRows, rules: Rules,
+                    ruleset: str, profile: str) -> Verdicts:
     """The run's verdicts under these rules, computed once per (run, rules hash, rule set, profile)."""
     verdicts: Verdicts = _VERDICTS.get((run_key, rules.hash, ruleset, profile),
-                                       lambda: evaluate_rows(rows, rules, ruleset, profile))
+                                       lambda: evaluate_rows(con, rows, rules, ruleset, profile))
     return verdicts
 
 
@@ -380,9 +366,9 @@ def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
     counts: dict[tuple[str, str], list[int]] = {}
     flips: list[Flip] = []
     changed = dict.fromkeys(CHECK_NAMES, 0)
-    for i, resp in enumerate(rows.inputs):
-        group = before.groups[i]
-        c = counts.setdefault((group, resp.provider), [0, 0, 0])
+    for i, provider in enumerate(rows.providers):
+        group = rows.groups[i]
+        c = counts.setdefault((group, provider), [0, 0, 0])
         pb, pa = before.passed[i], after.passed[i]
         c[0] += 1
         c[1] += pb
@@ -394,7 +380,7 @@ def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
         for name, _, _ in diff:
             changed[name] += 1
         if pb != pa:
-            flips.append(Flip(rows.ids[i], resp.question_id, resp.provider, group,
+            flips.append(Flip(rows.ids[i], rows.question_ids[i], provider, group,
                               "PASS" if pb else "FAIL", "PASS" if pa else "FAIL", diff))
     groups = [Group(t, p, n, b, a) for (t, p), (n, b, a) in sorted(counts.items(), key=lambda kv: kv[0])]
     return Preview(len(rows.ids), sum(before.passed), sum(after.passed), groups, flips, changed)
@@ -403,7 +389,7 @@ def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
 # --- the base as stored: an evaluation under the same rules is read, not recomputed -------------
 
 STORED_SQL = """
-SELECT rr.response_id, rr.overall = 'PASS' AS passed, rr.template_group,
+SELECT rr.response_id, rr.overall = 'PASS' AS passed,
        list(c.verdict ORDER BY list_position($checks, c.check_name)) AS verdicts
 FROM response_results rr
 JOIN check_results c ON c.evaluation_id = rr.evaluation_id AND c.response_id = rr.response_id
@@ -434,8 +420,7 @@ def stored_verdicts(con: duckdb.DuckDBPyConnection, evaluation_id: int, rows: Ru
     checks = [tuple(v) for v in t.column("verdicts").to_pylist()]
     if any(len(v) != len(CHECK_NAMES) for v in checks):
         return None
-    return Verdicts(t.column("passed").to_pylist(), checks, t.column("template_group").to_pylist(),
-                    time.perf_counter() - started)
+    return Verdicts(t.column("passed").to_pylist(), checks, time.perf_counter() - started)
 
 
 def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows: RunRows, rules: Rules,
@@ -444,7 +429,7 @@ def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows
     (cheaper than evaluating), else evaluated; cached like ``cached_verdicts``."""
     def make() -> Verdicts:
         found = stored_verdicts(con, evaluation_id, rows) if evaluation_id is not None else None
-        return found if found is not None else evaluate_rows(rows, rules, ruleset, profile)
+        return found if found is not None else evaluate_rows(con, rows, rules, ruleset, profile)
 
     verdicts: Verdicts = _VERDICTS.get((run_key, rules.hash, ruleset, profile), make)
     return verdicts

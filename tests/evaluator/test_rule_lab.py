@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evaluator import rule_lab as lab
-from evaluator.rules import load_rules, rules_from_text
+from evaluator.rules import Rules, load_rules, rules_from_text
 from evaluator.store import connect
 
 RUN, PROFILE, RULESET = "ramayana", "ramayana", "t3_aware"
@@ -18,8 +18,19 @@ NEW_REFUSAL = "the text (states|says)"
 
 def run_rows(db: Path) -> tuple[int, lab.RunRows]:
     with connect(db, read_only=True) as con:
-        run_id = con.execute("SELECT run_id FROM runs WHERE name = ?", [RUN]).fetchall()[0][0]
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = $run", {"run": RUN}).fetchall()[0][0]
         return run_id, lab.read_run(con, run_id)
+
+
+def verdicts(db: Path, rows: lab.RunRows, rules: Rules) -> lab.Verdicts:
+    with connect(db, read_only=True) as con:
+        return lab.evaluate_rows(con, rows, rules, RULESET, PROFILE)
+
+
+def answers(db: Path) -> dict[int, str]:
+    with connect(db, read_only=True) as con:
+        return dict(con.execute("SELECT response_id, coalesce(answer, '') FROM responses JOIN runs USING (run_id) "
+                                "WHERE name = $run", {"run": RUN}).fetchall())
 
 
 def with_refusal(pattern: str) -> dict[str, object]:
@@ -32,14 +43,13 @@ def test_adding_a_refusal_pattern_flips_the_answers_that_say_it(sample_store: Pa
     _, rows = run_rows(sample_store)
     base = load_rules()
     edited = lab.edit(base, PROFILE, with_refusal(NEW_REFUSAL)).rules
-    preview = lab.compare(rows, lab.evaluate_rows(rows, base, RULESET, PROFILE),
-                          lab.evaluate_rows(rows, edited, RULESET, PROFILE))
-    answers = dict(zip(rows.ids, (r.answer for r in rows.inputs), strict=True))
+    preview = lab.compare(rows, verdicts(sample_store, rows, base), verdicts(sample_store, rows, edited))
+    said = answers(sample_store)
     assert preview.flips
     for flip in preview.flips:
         assert (flip.before, flip.after) == ("PASS", "FAIL")
         assert ("answers_question", "PASS", "FAIL") in flip.changes
-        assert re.search(NEW_REFUSAL, answers[flip.response_id], re.IGNORECASE)
+        assert re.search(NEW_REFUSAL, said[flip.response_id], re.IGNORECASE)
     assert preview.passed_after == preview.passed_before - len(preview.flips)
 
 
@@ -48,16 +58,16 @@ def test_unchanged_form_keeps_the_base_rules_and_flips_nothing(sample_store: Pat
     base = load_rules()
     edited = lab.edit(base, PROFILE, lab.form_values(base, PROFILE)).rules
     assert edited.hash == base.hash
-    verdicts = lab.evaluate_rows(rows, base, RULESET, PROFILE)
-    assert lab.compare(rows, verdicts, verdicts).flips == []
+    same = verdicts(sample_store, rows, base)
+    assert lab.compare(rows, same, same).flips == []
 
 
 def test_pass_rates_are_given_per_template_and_provider(sample_store: Path) -> None:
     _, rows = run_rows(sample_store)
-    verdicts = lab.evaluate_rows(rows, load_rules(), RULESET, PROFILE)
-    preview = lab.compare(rows, verdicts, verdicts)
+    same = verdicts(sample_store, rows, load_rules())
+    preview = lab.compare(rows, same, same)
     keys = {(g.template, g.provider) for g in preview.groups}
-    assert keys == {(t, r.provider) for t, r in zip(verdicts.groups, rows.inputs, strict=True)}
+    assert keys == set(zip(rows.groups, rows.providers, strict=True))
     assert sum(g.n for g in preview.groups) == len(rows.ids) == preview.n
 
 
@@ -107,15 +117,31 @@ def test_stored_verdicts_equal_the_evaluated_ones(sample_store: Path) -> None:
         evaluation = lab.stored_evaluation(con, run_id, RULESET, rules, PROFILE)
         assert evaluation is not None
         stored = lab.stored_verdicts(con, evaluation, rows)
-    evaluated = lab.evaluate_rows(rows, rules, RULESET, PROFILE)
+    evaluated = verdicts(sample_store, rows, rules)
     assert stored is not None
-    assert (stored.passed, stored.checks, stored.groups) == (evaluated.passed, evaluated.checks, evaluated.groups)
+    assert (stored.passed, stored.checks) == (evaluated.passed, evaluated.checks)
 
 
 def test_verdicts_are_cached_by_run_and_rules_hash(sample_store: Path) -> None:
     _, rows = run_rows(sample_store)
     key = (str(sample_store), "cache-test")
-    first = lab.cached_verdicts(key, rows, load_rules(), RULESET, PROFILE)
-    assert lab.cached_verdicts(key, rows, load_rules(), RULESET, PROFILE) is first
-    edited = lab.edit(load_rules(), PROFILE, with_refusal(NEW_REFUSAL)).rules
-    assert lab.cached_verdicts(key, rows, edited, RULESET, PROFILE) is not first
+    with connect(sample_store, read_only=True) as con:
+        first = lab.cached_verdicts(con, key, rows, load_rules(), RULESET, PROFILE)
+        assert lab.cached_verdicts(con, key, rows, load_rules(), RULESET, PROFILE) is first
+        edited = lab.edit(load_rules(), PROFILE, with_refusal(NEW_REFUSAL)).rules
+        assert lab.cached_verdicts(con, key, rows, edited, RULESET, PROFILE) is not first
+
+
+def test_lab_verdicts_equal_the_python_reference_under_every_rule_set(sample_store: Path) -> None:
+    from evaluator.evaluate import evaluate_batch
+    from evaluator.recompute import load_responses
+
+    run_id, rows = run_rows(sample_store)
+    rules = load_rules()
+    with connect(sample_store, read_only=True) as con:
+        inputs = load_responses(con, rows.ids)
+        for ruleset in rules.ruleset_names:
+            lab_says = lab.evaluate_rows(con, rows, rules, ruleset, PROFILE)
+            reference = evaluate_batch([inputs[i] for i in rows.ids], ruleset=ruleset, rules=rules, profile=PROFILE)
+            assert lab_says.passed == [ev.overall == "PASS" for ev in reference], ruleset
+            assert lab_says.checks == [tuple(c.verdict for c in ev.checks) for ev in reference], ruleset
