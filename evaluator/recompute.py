@@ -30,7 +30,9 @@ BATCH_ROWS = 20_000
 STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's sequence gives the real one
 PARALLEL_FROM = 50_000  # below this, a process pool costs more than it saves
 SPANS_UP_TO = 100_000  # store highlight spans for runs up to this size; bigger runs compute them on display
-ENGINES = ("python", "sql")  # python: the reference; sql: evaluator.sql (DuckDB decides, Python the rest)
+# python: the reference (stores highlight spans); sql: evaluator.sql (DuckDB decides, Python the
+# rest; no spans, several times less CPU); auto: python when spans are stored, else sql.
+ENGINES = ("auto", "python", "sql")
 
 # Every query takes named parameters ($run, $lo/$hi for a batch, $ids for a list of responses).
 RUN_ROWS_SQL = """
@@ -97,6 +99,7 @@ class RecomputeResult:
     rules_hash: str
     n_responses: int
     duration_s: float
+    engine: str = "python"  # the engine that evaluated: python or sql
 
 
 def response_input(row: dict[str, Any]) -> ResponseInput:
@@ -301,7 +304,7 @@ def recompute(
     workers: int | None = None,
     progress: bool = False,
     profile: str | None = None,
-    engine: str = "python",
+    engine: str = "auto",
     verify_n: int = 0,
 ) -> RecomputeResult:
     """Evaluate every response of a run and store the evaluation, holding the store only to copy
@@ -309,9 +312,12 @@ def recompute(
     (a profile of ``rules``) replaces the run's own for this evaluation. ``engine`` "python" is
     the reference; "sql" decides inside DuckDB (evaluator.sql, no stored spans) and, with
     ``verify_n``, first re-evaluates that many random responses in Python, writing nothing on a
-    difference (evaluator.sql.engine.VerifyError)."""
+    difference (evaluator.sql.engine.VerifyError); "auto" is python when spans are stored (runs
+    up to SPANS_UP_TO, or ``with_spans``) and sql otherwise (or with ``verify_n``)."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    if engine == "auto" and verify_n:
+        engine = "sql"
     if engine == "python" and verify_n:
         raise UsageError("--verify checks the sql engine against the Python reference: add --engine sql")
     if engine == "sql" and with_spans:
@@ -335,7 +341,9 @@ def recompute(
                                  f"({', '.join(rules.profile_names)})")
             snapshot_run(con, run_id, stage)
         if with_spans is None:
-            with_spans = engine == "python" and n <= SPANS_UP_TO
+            with_spans = engine != "sql" and n <= SPANS_UP_TO
+        if engine == "auto":
+            engine = "python" if with_spans else "sql"
         scon = stage.connect()
         try:
             duration = evaluate_into(scon, STAGED_EVALUATION_ID, run_id, ruleset, rules, profile, with_spans=with_spans,
@@ -353,7 +361,7 @@ def recompute(
                 copy_back(con, alias, table, "evaluation_id = $staged",
                           {"staged": STAGED_EVALUATION_ID, "evaluation": evaluation_id},
                           replace={"evaluation_id": "$evaluation"})
-    return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration)
+    return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration, engine)
 
 
 def evaluate_into(
@@ -364,7 +372,8 @@ def evaluate_into(
     """Evaluate the run held by `con` (the staging file) and write the evaluation there, in one
     transaction; returns the time it took."""
     if engine == "sql":
-        return _evaluate_into_sql(con, evaluation_id, run_id, ruleset, rules, profile, verify_n=verify_n)
+        return _evaluate_into_sql(con, evaluation_id, run_id, ruleset, rules, profile, verify_n=verify_n,
+                                  progress=progress, label=label)
     n = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id}))
     workers = workers if workers is not None else (min(os.cpu_count() or 1, 4) if n >= PARALLEL_FROM else 1)
     started = time.perf_counter()
@@ -400,13 +409,24 @@ def evaluate_into(
 
 
 def _evaluate_into_sql(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str,
-                       rules: Rules, profile: str, *, verify_n: int) -> float:
+                       rules: Rules, profile: str, *, verify_n: int, progress: bool = False,
+                       label: str = "") -> float:
     """evaluate_into with the SQL engine: evaluated (and verified) before the transaction opens,
-    so a VerifyError leaves nothing behind; stored without spans."""
+    so a VerifyError leaves nothing behind; stored without spans. The bar follows DuckDB's own
+    progress through the query (90% of the bar), then the write."""
     from evaluator.sql.engine import evaluate_run_sql, verify  # the SQL engine builds on this module
 
     started = time.perf_counter()
-    run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile)
+    n = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id}))
+    bar = _progress_bar(progress, n, label, ruleset)
+
+    def advance(share: float) -> None:
+        if bar is not None:
+            bar.n = max(bar.n, int(n * share))
+            bar.refresh()
+
+    run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile,
+                           on_progress=lambda share: advance(0.9 * share))
     if verify_n > 0:
         verify(con, run, verify_n, ruleset=ruleset, rules=rules, profile=profile)
     with atomic(con):
@@ -422,6 +442,9 @@ def _evaluate_into_sql(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_i
         duration = time.perf_counter() - started
         con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
                     {"duration": duration, "evaluation": evaluation_id})
+    advance(1.0)
+    if bar is not None:
+        bar.close()
     return duration
 
 

@@ -8,7 +8,7 @@ import sys
 from evaluator.cli.common import load_rules_arg, print_json
 from evaluator.errors import UsageError
 from evaluator.evaluations import RULESETS
-from evaluator.recompute import recompute
+from evaluator.recompute import ENGINES, recompute
 from evaluator.stored_rulesets import saved_rules
 
 HELP = "recompute the six checks and three flags of a run (all providers) and store the evaluation"
@@ -27,11 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="store highlight spans (default for runs up to 100k responses)")
     spans.add_argument("--no-spans", dest="spans", action="store_false",
                        help="store verdicts only; pages compute highlights when shown")
-    parser.add_argument("--engine", choices=("python", "sql"), default="python",
-                        help="python (the reference) or sql (evaluated inside DuckDB; no stored spans)")
+    parser.add_argument("--engine", choices=ENGINES, default="auto",
+                        help="python (the reference; stores spans), sql (evaluated inside DuckDB, no stored "
+                        "spans, several times less CPU), or auto (default): python when spans are stored, "
+                        "else sql")
     parser.add_argument("--verify", type=int, default=0, metavar="N",
-                        help="with --engine sql: re-evaluate N random responses in Python; any difference "
-                        "writes nothing and exits 1")
+                        help="evaluate with the sql engine, then re-evaluate N random responses in Python; "
+                        "any difference writes nothing and exits 1")
     parser.add_argument("--json", action="store_true")
 
 
@@ -57,10 +59,11 @@ def run(args: argparse.Namespace) -> int:
         return 1
     summary = {"evaluation_id": result.evaluation_id, "run": result.run, "ruleset": result.ruleset,
                "rules_hash": result.rules_hash, "responses": result.n_responses,
-               "duration_s": round(result.duration_s, 3)}
+               "duration_s": round(result.duration_s, 3), "engine": result.engine}
     if args.json:
         print_json(summary)
     else:
         print(f"evaluation {result.evaluation_id}: {result.run} under {result.ruleset} "
-              f"({result.n_responses} responses in {result.duration_s:.2f} s, rules {result.rules_hash[:12]})")
+              f"({result.n_responses} responses in {result.duration_s:.2f} s, rules {result.rules_hash[:12]}, "
+              f"{result.engine} engine)")
     return 0

@@ -116,6 +116,16 @@ def _ckey(parts: str) -> str:
     return f"(CASE WHEN {parts}.n <> '' THEN {parts}.n || '|' || {num('a')} || '|' || {num('b')} END)"
 
 
+def _retrieved(c: str) -> str:
+    """1 when the cited id ``c`` names a retrieved item (its very id, else the same citation key),
+    0 when not, NULL when SQL cannot tell (Python decides). The key is worked out only for an id
+    not retrieved verbatim (the usual case is verbatim), through a one-element list so that its
+    parts are matched once."""
+    by_key = (f"list_transform([{_ckey_parts(c)}], lambda p: list_transform([{_ckey('p')}], lambda k: "
+              "CASE WHEN k IS NULL OR keys_null THEN NULL WHEN list_contains(keys, k) THEN 1 ELSE 0 END)[1])[1]")
+    return f"(CASE WHEN list_contains(ids, {c}) THEN 1 ELSE {by_key} END)"
+
+
 def _term_in(hay: str, term: str, price: bool) -> str:
     """checks.contains_term on clean ASCII: a whole occurrence (nothing glued on a word edge;
     a price not continued by '.5' or ',5'). The first occurrence is tested with constant
@@ -297,14 +307,8 @@ WITH base AS (
   FROM (SELECT *, {ids_found} AS ids_found FROM f0)
 ), {_unverified_ctes(exempt)}, f2 AS (
   SELECT f1.*, unv.unverified,
-         list_transform(list_transform(list_transform(cites, lambda c: {{'c': c, 'p': {_ckey_parts('c')}}}),
-                                            lambda z: {{'c': z.c, 'k': {_ckey('z.p')}}}),
-              lambda z: CASE WHEN list_contains(ids, z.c) THEN 1 WHEN z.k IS NULL OR keys_null THEN NULL
-                             WHEN list_contains(keys, z.k) THEN 1 ELSE 0 END) AS cite_ok,
-         list_transform(list_transform(list_transform(expected, lambda c: {{'c': c, 'p': {_ckey_parts('c')}}}),
-                                            lambda z: {{'c': z.c, 'k': {_ckey('z.p')}}}),
-              lambda z: CASE WHEN list_contains(ids, z.c) THEN 1 WHEN z.k IS NULL OR keys_null THEN NULL
-                             WHEN list_contains(keys, z.k) THEN 1 ELSE 0 END) AS expected_ok,
+         list_transform(cites, lambda c: {_retrieved('c')}) AS cite_ok,
+         list_transform(expected, lambda c: {_retrieved('c')}) AS expected_ok,
          CASE WHEN {gold_needed} THEN len(list_filter(gold, lambda a: contains(words, ' ' || a || ' '))) > 0
            ELSE false END AS gold_found
   FROM (SELECT *, CASE WHEN {gold_needed} THEN {_padded_answer('answer')} END AS words FROM f1) f1

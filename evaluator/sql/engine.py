@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import random
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -24,6 +25,7 @@ from evaluator.sql.compile import WS, compile_run
 from evaluator.types import CHECK_NAMES, FLAG_NAMES, ResponseEvaluation
 
 PYTHON_BATCH = 5_000
+POLL_S = 0.25  # how often DuckDB's progress is read while the query runs
 
 
 class VerifyError(Exception):
@@ -85,9 +87,41 @@ def _as_tables(results: dict[int, ResponseEvaluation]) -> tuple[pa.Table, pa.Tab
             pa.table(flags, schema=FLAGS_SCHEMA))
 
 
+def _run_polled(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object],
+                on_progress: Callable[[float], None] | None) -> None:
+    """con.execute(sql, params), calling ``on_progress(share done)`` from another thread as DuckDB
+    reports the query's progress (its bar enabled, not printed, for this query only)."""
+    if on_progress is None:
+        con.execute(sql, params)
+        return
+    con.execute("SET enable_progress_bar = true")
+    con.execute("SET enable_progress_bar_print = false")
+    done = threading.Event()
+
+    def poll() -> None:
+        best = 0.0  # DuckDB's estimate can step back between pipelines: a bar only moves forward
+        while not done.wait(POLL_S):
+            share = min(con.query_progress(), 100.0) / 100
+            if share > best:
+                best = share
+                on_progress(share)
+
+    poller = threading.Thread(target=poll, name="sql-engine-progress", daemon=True)
+    poller.start()
+    try:
+        con.execute(sql, params)
+    finally:
+        done.set()
+        poller.join()
+        con.execute("RESET enable_progress_bar")
+        con.execute("RESET enable_progress_bar_print")
+    on_progress(1.0)
+
+
 def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules,
-                     profile: str) -> SqlRun:
-    """The evaluation of run ``run_id`` held by ``con``: SQL decides, Python decides what SQL cannot."""
+                     profile: str, on_progress: Callable[[float], None] | None = None) -> SqlRun:
+    """The evaluation of run ``run_id`` held by ``con``: SQL decides, Python decides what SQL cannot.
+    ``on_progress(share)`` follows the query."""
     plan = compile_run(rules, ruleset, profile)
     table = f"sql_engine_{os.getpid()}_{run_id}"
     if plan is None:
@@ -96,7 +130,7 @@ def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: st
         c, o, f = _as_tables(_python_rows(con, ids, ruleset=ruleset, rules=rules, profile=profile))
         return SqlRun(c, o, f, 0, len(ids))
     params = {k: v for k, v in {**plan.params, "run": run_id}.items() if re.search(rf"\${k}\b", plan.sql)}
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {plan.sql}", params)
+    _run_polled(con, f"CREATE OR REPLACE TEMP TABLE {table} AS {plan.sql}", params, on_progress)
     try:
         checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
         checks = con.sql(checks_sql).to_arrow_table().cast(CHECKS_SCHEMA)

@@ -99,7 +99,7 @@ def _verdicts(con, evaluation_id: int) -> tuple[list, list, list]:  # type: igno
 
 @pytest.mark.parametrize("run", ["v2", "clearpath"])
 def test_the_sql_engine_stores_the_python_verdicts_through_the_same_staging(store, run):
-    python = rc.recompute(store, run, "t3_aware", with_spans=False, workers=1)
+    python = rc.recompute(store, run, "t3_aware", with_spans=False, workers=1, engine="python")
     sql = rc.recompute(store, run, "t3_aware", engine="sql", verify_n=10**9)
     with connect(store) as con:
         assert _verdicts(con, sql.evaluation_id) == _verdicts(con, python.evaluation_id)
@@ -115,3 +115,15 @@ def test_the_sql_engine_stores_no_spans_so_pages_compute_them(store):
         assert fetch_value(con, "SELECT with_spans FROM evaluations WHERE evaluation_id = $e",
                            {"e": result.evaluation_id}) is False
 
+
+
+def test_auto_engine_is_python_when_spans_are_stored_and_sql_when_they_are_not(store):
+    with_spans = rc.recompute(store, "clearpath", "t3_aware")
+    verdicts_only = rc.recompute(store, "clearpath", "t3_aware", with_spans=False)
+    assert (with_spans.engine, verdicts_only.engine) == ("python", "sql")
+    with connect(store) as con:
+        assert _verdicts(con, verdicts_only.evaluation_id) == _verdicts(con, with_spans.evaluation_id)
+
+
+def test_verify_alone_selects_the_sql_engine(store):
+    assert rc.recompute(store, "clearpath", "t3_aware", verify_n=5).engine == "sql"

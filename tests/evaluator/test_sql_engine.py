@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pyarrow.compute as pc
@@ -80,3 +81,13 @@ def test_recompute_engine_sql_stores_the_python_verdicts(sample_store, cli):
         counts = ("SELECT provider, template_group, target, verdict, n FROM evaluation_counts "
                   "WHERE evaluation_id = $e ORDER BY ALL")
         assert con.execute(counts, {"e": a}).fetchall() == con.execute(counts, {"e": b}).fetchall()
+
+
+def test_the_engine_reports_its_progress_up_to_done(sample_store):
+    shares: list[float] = []
+    with connect(sample_store, read_only=True) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'ramayana'").fetchall()[0][0]
+        evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="ramayana", on_progress=shares.append)
+        assert con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
+    assert shares and shares[-1] == 1.0
+    assert all(0.0 <= a <= b <= 1.0 for a, b in itertools.pairwise(shares))
