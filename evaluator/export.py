@@ -57,7 +57,7 @@ def export_rows(con: duckdb.DuckDBPyConnection, evaluation_id: int, flags_evalua
                 ) -> Iterator[dict[str, Any]]:
     """Rows with spans as lists; spans are recomputed when the evaluation stored verdicts only."""
     row = fetch_one(con, "SELECT rules_text, rules_source, ruleset, profile, with_spans FROM evaluations "
-                    "WHERE evaluation_id = ?", [evaluation_id])
+                    "WHERE evaluation_id = $evaluation", {"evaluation": evaluation_id})
     assert row is not None
     rules_text, rules_source, ruleset, profile, with_spans = row
     respan = bool(rules_text) and not with_spans

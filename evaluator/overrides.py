@@ -50,7 +50,8 @@ def targets_for(con: duckdb.DuckDBPyConnection, response_id: int, *, applicable_
     applicable_only: without the checks the run's bot profile does not apply (always N/A there,
     "not applicable to this bot"), for choices offered to a reviewer."""
     extra = [row[0] for row in con.execute(
-        "SELECT DISTINCT check_name FROM check_results WHERE response_id = ? ORDER BY check_name", [response_id]
+        "SELECT DISTINCT check_name FROM check_results WHERE response_id = $response ORDER BY check_name",
+        {"response": response_id},
     ).fetchall() if row[0] not in CHECK_NAMES]
     checks = list(CHECK_NAMES)
     if applicable_only:
@@ -96,7 +97,8 @@ def _checked(con: duckdb.DuckDBPyConnection, response_id: int, target: str, new_
              evaluation_id: int | None) -> str:
     """The new value, normalised; raise OverrideError when the target or value is wrong."""
     new_value = (new_value or "").strip().upper()
-    run_id = fetch_value(con, "SELECT run_id FROM responses WHERE response_id = ?", [response_id])
+    run_id = fetch_value(con, "SELECT run_id FROM responses WHERE response_id = $response",
+                         {"response": response_id})
     if run_id is None:
         raise OverrideError(f"no response with id {response_id}")
     if target not in targets_for(con, response_id):
@@ -104,7 +106,7 @@ def _checked(con: duckdb.DuckDBPyConnection, response_id: int, target: str, new_
     if new_value not in allowed_values(target):
         raise OverrideError(f"{target} cannot be set to {new_value!r}; use one of {', '.join(allowed_values(target))}")
     if evaluation_id is not None and fetch_value(
-        con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?", [evaluation_id]
+        con, "SELECT run_id FROM evaluations WHERE evaluation_id = $evaluation", {"evaluation": evaluation_id}
     ) != run_id:
         raise OverrideError(f"evaluation {evaluation_id} is not an evaluation of this response's run")
     return new_value
@@ -141,7 +143,7 @@ def add_override(
     reason, reviewer = _who_and_why(reason, reviewer, config or load_review_config())
     new_value = _checked(con, response_id, target, new_value, evaluation_id)
     if carried_from is not None and fetch_value(
-        con, "SELECT count(*) FROM overrides WHERE override_id = ?", [carried_from]
+        con, "SELECT count(*) FROM overrides WHERE override_id = $carried_from", {"carried_from": carried_from}
     ) == 0:
         raise OverrideError(f"no override with id {carried_from} to carry forward")
     spec = OverrideSpec(response_id, target, new_value)
@@ -210,9 +212,9 @@ def current_value(con: duckdb.DuckDBPyConnection, response_id: int, target: str,
     (in the given evaluation, else the run's latest); for 'refused', the latest judge decision."""
     latest = fetch_one(
         con,
-        """SELECT new_value FROM overrides WHERE response_id = ? AND target = ?
+        """SELECT new_value FROM overrides WHERE response_id = $response AND target = $target
            ORDER BY override_id DESC LIMIT 1""",
-        [response_id, target],
+        {"response": response_id, "target": target},
     )
     if latest is not None:
         return str(latest[0])
@@ -220,30 +222,31 @@ def current_value(con: duckdb.DuckDBPyConnection, response_id: int, target: str,
         refused = fetch_value(
             con,
             """SELECT mr.refused FROM metric_responses mr JOIN metric_results m USING (metric_result_id)
-               WHERE mr.response_id = ? AND mr.refused IS NOT NULL
+               WHERE mr.response_id = $response AND mr.refused IS NOT NULL
                ORDER BY m.computed_at DESC, m.metric_result_id DESC LIMIT 1""",
-            [response_id],
+            {"response": response_id},
         )
         return None if refused is None else REFUSED_VALUES[0] if refused else REFUSED_VALUES[1]
     if evaluation_id is None:
         evaluation_id = fetch_value(  # type: ignore[assignment]
             con,
             """SELECT max(e.evaluation_id) FROM evaluations e JOIN responses r USING (run_id)
-               WHERE r.response_id = ?""",
-            [response_id],
+               WHERE r.response_id = $response""",
+            {"response": response_id},
         )
         if evaluation_id is None:
             return None
     if target == "overall":
         value = fetch_value(
-            con, f"WITH {response_results_cte(True)} SELECT overall FROM eff WHERE response_id = ?",
-            [evaluation_id, evaluation_id, response_id],
+            con, f"WITH {response_results_cte(True, '$evaluation')} SELECT overall FROM eff "
+                 "WHERE response_id = $response",
+            {"evaluation": evaluation_id, "response": response_id},
         )
     else:
         value = fetch_value(
-            con, f"WITH {check_results_cte(True)} SELECT verdict FROM eff_checks WHERE response_id = ? "
-                 "AND check_name = ?",
-            [evaluation_id, response_id, target],
+            con, f"WITH {check_results_cte(True, '$evaluation')} SELECT verdict FROM eff_checks "
+                 "WHERE response_id = $response AND check_name = $target",
+            {"evaluation": evaluation_id, "response": response_id, "target": target},
         )
     return None if value is None else str(value)
 
@@ -262,9 +265,9 @@ def history(con: duckdb.DuckDBPyConnection, response_id: int) -> list[dict[str, 
            LEFT JOIN overrides src ON src.override_id = o.carried_from
            LEFT JOIN responses src_resp ON src_resp.response_id = src.response_id
            LEFT JOIN runs src_run ON src_run.run_id = src_resp.run_id
-           WHERE o.response_id = ?
+           WHERE o.response_id = $response
            ORDER BY o.created_at, o.override_id""",
-        [response_id],
+        {"response": response_id},
     ).fetchall()
     return [dict(zip(HISTORY_COLUMNS, row, strict=True)) for row in rows]
 
@@ -301,9 +304,9 @@ def carried_candidates(con: duckdb.DuckDBPyConnection, response_id: int) -> list
                    c.source_response_id
             FROM responses r, LATERAL ({CARRIED_SQL}) c
             JOIN runs run ON run.run_id = c.source_run_id
-            WHERE r.response_id = ?
+            WHERE r.response_id = $response
             ORDER BY c.target""",
-        [response_id],
+        {"response": response_id},
     ).fetchall()
     return [dict(zip(CANDIDATE_COLUMNS, row, strict=True)) for row in rows]
 
@@ -337,24 +340,25 @@ def agreement(con: duckdb.DuckDBPyConnection, run: str, evaluation_id: int | Non
     """
     run_id = run_id_for(con, run)
     if evaluation_id is None:
-        evaluation_id = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations WHERE run_id = ?",  # type: ignore[assignment]
-                                    [run_id])
+        evaluation_id = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations WHERE run_id = $run",  # type: ignore[assignment]
+                                    {"run": run_id})
         if evaluation_id is None:
             return []
-    elif fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = ?", [evaluation_id]) != run_id:
+    elif fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = $evaluation",
+                     {"evaluation": evaluation_id}) != run_id:
         raise OverrideError(f"evaluation {evaluation_id} is not an evaluation of run {run!r}")
     rows = con.execute(
         f"""WITH {LATEST_OVERRIDES},
             computed AS (
-                SELECT response_id, check_name AS target, verdict FROM check_results WHERE evaluation_id = ?
+                SELECT response_id, check_name AS target, verdict FROM check_results WHERE evaluation_id = $evaluation
                 UNION ALL
-                SELECT response_id, 'overall', overall FROM response_results WHERE evaluation_id = ?
+                SELECT response_id, 'overall', overall FROM response_results WHERE evaluation_id = $evaluation
             ),
             reviewed AS (
                 SELECT c.target, rr.template_group, c.verdict AS computed, o.new_value AS reviewed
                 FROM computed c
                 JOIN latest_overrides o ON o.response_id = c.response_id AND o.target = c.target
-                JOIN response_results rr ON rr.response_id = c.response_id AND rr.evaluation_id = ?
+                JOIN response_results rr ON rr.response_id = c.response_id AND rr.evaluation_id = $evaluation
             )
             SELECT target, template_group, count(*),
                    count(*) FILTER (WHERE computed = 'FAIL') AS fail_reviewed,
@@ -366,11 +370,12 @@ def agreement(con: duckdb.DuckDBPyConnection, run: str, evaluation_id: int | Non
             FROM reviewed
             GROUP BY target, template_group
             ORDER BY CASE WHEN target = 'overall' THEN 0 ELSE 1 END, target, template_group""",
-        [evaluation_id, evaluation_id, evaluation_id],
+        {"evaluation": evaluation_id},
     ).fetchall()
     return [dict(zip(AGREEMENT_COLUMNS, row, strict=True)) for row in rows]
 
 
+# Every override of the run bound to $run, oldest first, with where each came from.
 EXPORT_SQL = """
 SELECT o.override_id, run.name AS run, r.question_id, r.provider, o.response_id, o.evaluation_id,
        e.ruleset, o.target, o.old_value, o.new_value, o.reason, o.reviewer, o.created_at, o.carried_from,
@@ -382,6 +387,6 @@ LEFT JOIN evaluations e ON e.evaluation_id = o.evaluation_id
 LEFT JOIN overrides src ON src.override_id = o.carried_from
 LEFT JOIN responses src_resp ON src_resp.response_id = src.response_id
 LEFT JOIN runs src_run ON src_run.run_id = src_resp.run_id
-WHERE r.run_id = ?
+WHERE r.run_id = $run
 ORDER BY o.created_at, o.override_id
 """

@@ -57,8 +57,8 @@ WHERE (n - 1) % $batch_rows = 0 ORDER BY response_id
 # (joining questions per batch hashed the whole question table 50 times for a 1M run).
 RUN_QUESTIONS_SQL = """
 SELECT question_id, question, expected_template, expected_routing, gold_answers, expected_ids
-FROM questions WHERE run_id = $1
-"""  # numbered, not $run: tests/evaluator/test_recompute.py passes the run id as a list
+FROM questions WHERE run_id = $run
+"""
 BATCH_ROWS_SQL = """
 SELECT r.response_id, r.question_id, r.provider, r.answer, r.template, r.classification, r.answerable
 FROM responses r
@@ -388,7 +388,7 @@ def evaluate_into(
         )
         done: list[_Results] = []
         held = 0
-        questions = con.sql(RUN_QUESTIONS_SQL, params=[run_id]).to_arrow_table()
+        questions = con.sql(RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
         init_args = (rules.text, rules.source, ruleset, profile, with_spans, questions, os.getpid())
         for results in _evaluate_all(con, run_id, init_args, workers):
             done.append(results)

@@ -40,12 +40,14 @@ def load_samples(
             store_run_staged(db, prepare_run(data_dir / file_name, name=run_name, profile=profile))
         with connect(db) as con:
             done = {row[0] for row in con.execute(
-                "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = ?", [run_name]
+                "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = $run",
+                {"run": run_name},
             ).fetchall()}
             has_metrics = con.execute(
-                "SELECT count(*) FROM metric_results m JOIN runs r USING (run_id) WHERE r.name = ?", [run_name]
+                "SELECT count(*) FROM metric_results m JOIN runs r USING (run_id) WHERE r.name = $run",
+                {"run": run_name},
             ).fetchall()[0][0]
-            run_id = int(con.execute("SELECT run_id FROM runs WHERE name = ?", [run_name]).fetchall()[0][0])
+            run_id = int(con.execute("SELECT run_id FROM runs WHERE name = $run", {"run": run_name}).fetchall()[0][0])
             indexed = search_index.is_built(con, run_id)
         missing = [ruleset for ruleset in rulesets if ruleset not in done]
         for ruleset in missing:

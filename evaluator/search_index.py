@@ -35,10 +35,10 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import duckdb
 
+from evaluator.sql_params import Params
 from evaluator.store import atomic, connect, fetch_one, fetch_value
 
 WORD_PATTERN = r"[\pL\pN\pM]+"  # RE2: letters, digits, combining marks
@@ -71,7 +71,7 @@ class Token:
 def drop(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     """Remove a run's index (callers hold the transaction)."""
     for table in ("search_indexes", "search_vocab", "search_words"):
-        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        con.execute(f"DELETE FROM {table} WHERE run_id = $run", {"run": run_id})
 
 
 def build(con: duckdb.DuckDBPyConnection, run_id: int) -> IndexSummary:
@@ -82,21 +82,22 @@ def build(con: duckdb.DuckDBPyConnection, run_id: int) -> IndexSummary:
         # Sorted by word, so a lookup reads the few row groups that hold its words.
         con.execute(
             f"""INSERT INTO search_words
-                SELECT ?, word, response_id FROM (
+                SELECT $run, word, response_id FROM (
                     SELECT response_id,
                            unnest(list_distinct(regexp_extract_all({FOLDED_TEXT}, '{WORD_PATTERN}'))) AS word
-                    FROM responses WHERE run_id = ?)
+                    FROM responses WHERE run_id = $run)
                 ORDER BY word, response_id""",
-            [run_id, run_id],
+            {"run": run_id},
         )
         con.execute("""INSERT INTO search_vocab
-                       SELECT run_id, word, count(*) FROM search_words WHERE run_id = ?
-                       GROUP BY ALL ORDER BY word""", [run_id])
-        responses = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id]))
+                       SELECT run_id, word, count(*) FROM search_words WHERE run_id = $run
+                       GROUP BY ALL ORDER BY word""", {"run": run_id})
+        responses = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id}))
         words, postings = fetch_one(
-            con, "SELECT count(*), coalesce(sum(responses), 0) FROM search_vocab WHERE run_id = ?", [run_id]
+            con, "SELECT count(*), coalesce(sum(responses), 0) FROM search_vocab WHERE run_id = $run", {"run": run_id}
         ) or (0, 0)
-        con.execute("INSERT INTO search_indexes VALUES (?, now(), ?, ?)", [run_id, responses, words])
+        con.execute("INSERT INTO search_indexes VALUES ($run, now(), $responses, $words)",
+                    {"run": run_id, "responses": responses, "words": words})
     return IndexSummary(run_id, responses, int(words), int(postings), time.perf_counter() - started)
 
 
@@ -107,7 +108,7 @@ def build_staged(db: str | os.PathLike[str] | None, run_id: int) -> IndexSummary
 
     with staging_area(db) as stage:
         with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
-            content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id])
+            content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id})
             snapshot_run(con, run_id, stage, tables=("runs", "responses"))
         scon = stage.connect()
         try:
@@ -115,7 +116,7 @@ def build_staged(db: str | os.PathLike[str] | None, run_id: int) -> IndexSummary
         finally:
             scon.close()
         with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):  # write window
-            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = ?", [run_id]) != content_hash:
+            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id}) != content_hash:
                 raise RunChangedError("the run was replaced or removed while it was being indexed; nothing was "
                                       "written: run the command again")
             drop(con, run_id)
@@ -125,7 +126,7 @@ def build_staged(db: str | os.PathLike[str] | None, run_id: int) -> IndexSummary
 
 
 def is_built(con: duckdb.DuckDBPyConnection, run_id: int) -> bool:
-    return fetch_one(con, "SELECT 1 FROM search_indexes WHERE run_id = ?", [run_id]) is not None
+    return fetch_one(con, "SELECT 1 FROM search_indexes WHERE run_id = $run", {"run": run_id}) is not None
 
 
 def tokens(search: str) -> list[Token]:
@@ -138,20 +139,19 @@ def tokens(search: str) -> list[Token]:
     return sorted(found, key=lambda t: (-len(t.text), t.text))[:MAX_TOKENS]
 
 
-def _condition(token: Token) -> str:
-    """SQL on `word`, with one parameter (the token): the words `token` can be part of."""
+def _condition(token: Token, text: str) -> str:
+    """SQL on `word`: the words `token` can be part of (`text` is the parameter bound to the token)."""
     if token.starts_word and token.ends_word:
-        return "word = ?"
+        return f"word = {text}"
     if token.starts_word:
-        return "starts_with(word, ?)"
-    return "suffix(word, ?)" if token.ends_word else "contains(word, ?)"
+        return f"starts_with(word, {text})"
+    return f"suffix(word, {text})" if token.ends_word else f"contains(word, {text})"
 
 
-def _holding(run_id: int, token: Token) -> tuple[str, list[Any]]:
-    """SQL for the ids of the run's responses with a word `token` can be part of."""
-    return (f"""SELECT response_id FROM search_words WHERE run_id = ? AND word IN
-                (SELECT word FROM search_vocab WHERE run_id = ? AND {_condition(token)})""",
-            [run_id, run_id, token.text])
+def _holding(run: str, token: Token, params: Params) -> str:
+    """SQL for the ids of the run (bound to `run`) of responses with a word `token` can be part of."""
+    return f"""SELECT response_id FROM search_words WHERE run_id = {run} AND word IN
+                (SELECT word FROM search_vocab WHERE run_id = {run} AND {_condition(token, params.bind(token.text))})"""
 
 
 def candidates(con: duckdb.DuckDBPyConnection, run_id: int, search: str,
@@ -162,49 +162,46 @@ def candidates(con: duckdb.DuckDBPyConnection, run_id: int, search: str,
     words = tokens(search)
     if not words or not is_built(con, run_id):
         return None
-    size = int(fetch_value(con, "SELECT responses FROM search_indexes WHERE run_id = ?", [run_id]))
+    size = int(fetch_value(con, "SELECT responses FROM search_indexes WHERE run_id = $run", {"run": run_id}))
     # How many responses each word can occur in, at most, from the vocabulary (a small table).
+    bounds_params = Params("t").update({"run": run_id})
     bounds = fetch_one(con, "SELECT " + ", ".join(
-        f"coalesce(sum(responses) FILTER (WHERE {_condition(t)}), 0)" for t in words
-    ) + " FROM search_vocab WHERE run_id = ?", [*(t.text for t in words), run_id]) or ()
+        f"coalesce(sum(responses) FILTER (WHERE {_condition(t, bounds_params.bind(t.text))}), 0)" for t in words
+    ) + " FROM search_vocab WHERE run_id = $run", bounds_params.values) or ()
     narrowing = [t for t, bound in zip(words, bounds, strict=True) if bound <= max_share * size]
     if not narrowing:
         return None
-    parts, params = [], []
-    for token in narrowing:
-        sql, token_params = _holding(run_id, token)
-        parts.append(sql)
-        params += token_params
+    params = Params("t").update({"run": run_id})
+    parts = [_holding("$run", token, params) for token in narrowing]
     # INTERSECT is a set operation: each id once.
-    ids = con.execute(f"SELECT * FROM ({' INTERSECT '.join(parts)}) ORDER BY 1", params).fetchnumpy()["response_id"]
-    return [int(i) for i in ids]
+    ids = con.execute(f"SELECT * FROM ({' INTERSECT '.join(parts)}) ORDER BY 1", params.values).fetchnumpy()
+    return [int(i) for i in ids["response_id"]]
 
 
-def matching_responses(con: duckdb.DuckDBPyConnection, run_id: int, search: str, pattern: str,
-                       max_share: float = MAX_CANDIDATE_SHARE) -> tuple[str, list[Any]]:
-    """SQL (and its parameters) selecting the ids of the run's responses whose question, answer
-    or comment matches `pattern` (the regex of `search`), through the index where it helps."""
-    questions = """SELECT r2.response_id FROM questions q2 JOIN responses r2 USING (run_id, question_id)
-                   WHERE q2.run_id = ? AND regexp_matches(q2.question, ?)"""
+def matching_responses(con: duckdb.DuckDBPyConnection, run_id: int, search: str, pattern: str, params: Params,
+                       max_share: float = MAX_CANDIDATE_SHARE) -> str:
+    """SQL selecting the ids of the run's responses whose question, answer or comment matches
+    `pattern` (the regex of `search`), through the index where it helps. Its values are bound in
+    `params`, the named parameters of the query the SQL becomes part of."""
+    run, regex = params.bind(run_id), params.bind(pattern)
+    questions = f"""SELECT r2.response_id FROM questions q2 JOIN responses r2 USING (run_id, question_id)
+                   WHERE q2.run_id = {run} AND regexp_matches(q2.question, {regex})"""
     if search.isascii() and search.isalnum() and is_built(con, run_id):  # one word: the index is exact
         token = Token(search.lower(), starts_word=False, ends_word=False)
         postings, size = fetch_one(con, """SELECT coalesce(sum(v.responses), 0), any_value(i.responses)
                                            FROM search_indexes i LEFT JOIN search_vocab v ON v.run_id = i.run_id
-                                           AND contains(v.word, ?) WHERE i.run_id = ?""",
-                                   [token.text, run_id]) or (0, 0)
+                                           AND contains(v.word, $word) WHERE i.run_id = $run""",
+                                   {"word": token.text, "run": run_id}) or (0, 0)
         # A fragment in most words ("e") has more postings than reading the answers costs.
         if postings <= MAX_POSTINGS_PER_RESPONSE * size:
-            sql, params = _holding(run_id, token)
-            return f"{sql} UNION {questions}", [*params, run_id, pattern]
+            return f"{_holding(run, token, params)} UNION {questions}"
     found = candidates(con, run_id, search, max_share)
     if found == []:  # no answer or comment has the words: only questions can match
-        return questions, [run_id, pattern]
-    answer_params: list[Any]
-    if found is None:
-        answers, answer_params = "WHERE run_id = ?", [run_id]
-    else:
+        return questions
+    answers = f"WHERE run_id = {run}"
+    if found is not None:
         # A constant list DuckDB applies while scanning, before the regex reads any answer.
-        answers, answer_params = "WHERE run_id = ? AND response_id IN (SELECT unnest(?::BIGINT[]))", [run_id, found]
-    return (f"""SELECT response_id FROM (SELECT response_id, answer, comment FROM responses {answers})
-                WHERE regexp_matches(answer, ?) OR regexp_matches(coalesce(comment, ''), ?)
-                UNION {questions}""", [*answer_params, pattern, pattern, run_id, pattern])
+        answers += f" AND response_id IN (SELECT unnest({params.bind(found)}::BIGINT[]))"
+    return f"""SELECT response_id FROM (SELECT response_id, answer, comment FROM responses {answers})
+                WHERE regexp_matches(answer, {regex}) OR regexp_matches(coalesce(comment, ''), {regex})
+                UNION {questions}"""

@@ -418,8 +418,8 @@ def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[
         with atomic(con):
             con.execute(sql)
             con.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, now())",
-                [version, name],
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($version, $name, now())",
+                {"version": version, "name": name},
             )
         applied.append(version)
     return applied
@@ -428,7 +428,7 @@ def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[
 def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     """The next value of a sequence: ids are never reused, so links and overrides never point
     at something that replaced what they meant."""
-    return int(fetch_value(con, "SELECT nextval(?)", [sequence]))
+    return int(fetch_value(con, "SELECT nextval($sequence)", {"sequence": sequence}))
 
 
 def db_path_of(con: duckdb.DuckDBPyConnection) -> Path:

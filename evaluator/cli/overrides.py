@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     fmt = export_format(out)
     with connect(args.db) as con:
-        table = con.sql(EXPORT_SQL, params=[run_id_for(con, args.run)]).to_arrow_table()
+        table = con.sql(EXPORT_SQL, params={"run": run_id_for(con, args.run)}).to_arrow_table()
     tmp = out.with_name(out.name + ".partial")
     write_table(table, tmp, fmt)
     tmp.replace(out)  # never a half-written file under the real name

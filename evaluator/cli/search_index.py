@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
         if args.drop:
             with atomic(con):
                 search_index.drop(con, run_id)
-        n = fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = ?", [run_id])
+        n = fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id})
     if args.drop:
         summary: dict[str, object] = {"run": args.run, "dropped": True}
         message = f"search index of {args.run} dropped"

@@ -8,8 +8,7 @@ each override also records the evaluation it was made against, for the audit tra
 the effective check verdicts (every check that is not N/A passed).
 
 Parameters are named: pass ``evaluation="$evaluation_id"`` (or another ``$name``) and bind that
-name. The positional default ``"?"`` is kept for evaluator/overrides.py only, which binds ``?``
-(tests/evaluator/test_layout.py lists it as the one positional parameter left in queries/).
+name.
 """
 
 from __future__ import annotations
@@ -52,7 +51,7 @@ def effective_overall(overall_override: str, from_checks: str) -> str:
     return f"coalesce({overall_override}, {from_checks})"
 
 
-def check_results_cte(with_overrides: bool, evaluation: str = "?") -> str:
+def check_results_cte(with_overrides: bool, evaluation: str) -> str:
     """CTE `eff_checks(response_id, check_name, verdict, computed, overridden)` for the evaluation
     bound to ``evaluation`` (a ``$name``; once)."""
     if not with_overrides:
@@ -68,12 +67,9 @@ def check_results_cte(with_overrides: bool, evaluation: str = "?") -> str:
             WHERE c.evaluation_id = {evaluation})"""
 
 
-def response_results_cte(with_overrides: bool, evaluation: str = "?") -> str:
+def response_results_cte(with_overrides: bool, evaluation: str) -> str:
     """CTE `eff(response_id, overall, computed_overall, overridden, is_t3, template_group)` for the
-    evaluation bound to ``evaluation``.
-
-    Positionally (``"?"``) it takes the evaluation id once without overrides, twice with them;
-    a ``$name`` is bound once either way.
+    evaluation bound to ``evaluation`` (a ``$name``; once).
     """
     if not with_overrides:
         return f"""eff AS (

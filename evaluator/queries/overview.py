@@ -25,9 +25,9 @@ from evaluator.queries.effective import (
     latest_overrides_cte,
     overall_from_checks,
 )
-from evaluator.queries.params import Params
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
+from evaluator.sql_params import Params
 from evaluator.stats import wilson_interval
 from evaluator.types import CHECK_NAMES
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import duckdb
@@ -20,9 +20,9 @@ def _dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def query_dicts(con: duckdb.DuckDBPyConnection, sql: str,
-                params: Mapping[str, Any] | Sequence[Any] | None = None) -> list[dict[str, Any]]:
-    """Rows as dicts; ``params`` binds ``$name`` parameters (a mapping) or, for callers elsewhere, ``?`` ones."""
-    return _dicts(con.execute(sql, dict(params) if isinstance(params, Mapping) else list(params or [])))
+                params: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Rows as dicts; ``params`` binds the SQL's ``$name`` parameters."""
+    return _dicts(con.execute(sql, dict(params or {})))
 
 
 def pass_rates(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, with_overrides: bool = False) -> list[dict]:

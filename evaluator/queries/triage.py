@@ -23,7 +23,6 @@ from evaluator import search_index
 from evaluator.overrides import HAS_CARRIED_SQL, agreement
 from evaluator.queries.effective import check_results_cte, response_results_cte
 from evaluator.queries.overview import pass_rate_counts, ranked_names
-from evaluator.queries.params import Params
 from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dicts
 from evaluator.queries.review import (
     checks,
@@ -37,6 +36,7 @@ from evaluator.queries.review import (
     spans,
 )
 from evaluator.review_config import load_review_config
+from evaluator.sql_params import Params
 from evaluator.store import fetch_one, fetch_value
 from evaluator.types import CHECK_NAMES
 
@@ -254,9 +254,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         run_id = int(fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = $evaluation_id",
                                  {"evaluation_id": filters.evaluation_id}))
         for term in terms:
-            # search_index binds positionally: its `?` become names of this query's
-            found = search_index.matching_responses(con, run_id, term, search_pattern(term))
-            matching = where_params.positional(*found)
+            matching = search_index.matching_responses(con, run_id, term, search_pattern(term), where_params)
             where.append(f"r.response_id IN ({matching})")
     page_ids = ""
     if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE

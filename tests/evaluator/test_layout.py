@@ -182,40 +182,44 @@ def test_the_override_check_finds_a_hand_written_latest_override() -> None:
     assert _reimplements_latest_override("SELECT arg_max(o.new_value, o.override_id) FROM overrides o")
 
 
-# Query modules converted to named parameters ($name): no positional `?` left in their SQL.
-NAMED_PARAMETER_MODULES = ("evaluator/queries/review.py", "evaluator/queries/report.py",
-                           "evaluator/queries/agreement.py", "evaluator/queries/runs.py")
-
-
-def test_converted_query_modules_bind_only_named_parameters() -> None:
-    import re
-
-    positional = {rel: [t for t in _string_literals((REPO / rel).read_text(encoding="utf-8"))
-                        if re.search(r"(=|\(|,|IN|LIMIT|OFFSET)\s*\?", t)]
-                  for rel in NAMED_PARAMETER_MODULES}
-    assert {rel: found for rel, found in positional.items() if found} == {}
-
-
 # --- named parameters only (issue 16 §2) ---------------------------------------------------------
 
-# Every read-only query module, and the writer of the per-response results.
-NAMED_PARAMETER_FILES = (*sorted(p.relative_to(REPO).as_posix() for p in (REPO / "evaluator" / "queries").glob("*.py")),
-                         "evaluator/results.py")
-# (file, literal) pairs still binding positionally, each waiting for its owner's change: the `?`
-# default of effective.py's CTE builders, for evaluator/overrides.py, which binds `?`.
-POSITIONAL_KNOWN = {("evaluator/queries/effective.py", "?")}
+# Every module that may write SQL: all of evaluator/, dashboard/, pages/ and app.py.
+# Files other engineers are changing right now, left to them (each file's conversion is its owner's
+# change; the lead shrinks this). Those that still bind `?` when this was written:
+POSITIONAL_FILES_KNOWN = {
+    "evaluator/ingest.py",  # run lookup and replacement, questions, check results
+    "evaluator/metrics/runner.py",  # the judge cache's executemany (DuckDB 2.0 takes a list of dicts too)
+}
+# ... and those that bound only named parameters then, listed so their owners' work in flight is not
+# held up by this check (drop each once its owner is done).
+POSITIONAL_FILES_KNOWN |= {
+    "evaluator/ingest_fast.py", "evaluator/ingest_parallel.py", "evaluator/arrow_copy.py",
+    "evaluator/readers.py", "evaluator/staging.py",
+}
+POSITIONAL_DIRECTORIES_KNOWN = ("evaluator/metrics/",)  # likewise, a whole package
+# (file, literal) pairs that are not SQL at all but a `?` as text or in a regex, which the rule
+# (blind to what a string is for) would take for a parameter.
+NOT_SQL = {
+    ("evaluator/regex_safety.py", "?"),  # a regex quantifier, printed back
+    ("evaluator/registry.py", "?"),  # an unknown module or name in an error message
+    ("evaluator/store.py", "?"),  # an unknown lock holder in a message
+    ("evaluator/text_norm.py", " ?/ ?"),  # a regex: a slash with optional spaces around it
+    ("evaluator/sql/re2.py", "?"),  # a regex quantifier written back into a pattern
+}
 _SQL_NOT_CODE = r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
 _POSITIONAL = r"(?<![\w)\]?*+.\\])\?(?=$|[\s),;]|::)|\$\d"
 
 
 def _code_strings(source: str) -> list[str]:
-    """The string literals of ``source`` as the SQL they build: an f-string whole, each ``{…}`` a blank."""
+    """The string literals of ``source`` as the SQL they build: an f-string whole, each ``{…}`` a word
+    (``x``: a value stands where a word would, so `?` next to one is a regex's, as in ``(?{flags}:``)."""
     tree = ast.parse(source)
     parts_of_fstrings = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.JoinedStr):
-            out.append("".join(v.value if isinstance(v, ast.Constant) else " " for v in node.values))
+            out.append("".join(v.value if isinstance(v, ast.Constant) else "x" for v in node.values))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in parts_of_fstrings:
             out.append(node.value)
     return out
@@ -236,11 +240,24 @@ def _positional_parameters(text: str) -> list[str]:
     return [m.group() for m in re.finditer(_POSITIONAL, code)]
 
 
-def test_query_modules_bind_only_named_parameters() -> None:
-    found = {(rel, text) for rel in NAMED_PARAMETER_FILES
+def _checked_for_named_parameters(rel: str) -> bool:
+    return rel not in POSITIONAL_FILES_KNOWN and not rel.startswith(POSITIONAL_DIRECTORIES_KNOWN)
+
+
+def test_every_module_binds_only_named_parameters() -> None:
+    files = [p.relative_to(REPO).as_posix() for p in _source_files()]
+    assert len(files) > 100  # the walk found the modules
+    found = {(rel, text) for rel in files if _checked_for_named_parameters(rel)
              for text in _code_strings((REPO / rel).read_text(encoding="utf-8")) if _positional_parameters(text)}
-    assert len(NAMED_PARAMETER_FILES) > 8  # the glob found the modules
-    assert found - POSITIONAL_KNOWN == set()
+    assert found - NOT_SQL == set()
+
+
+def test_the_parameter_check_covers_the_package_the_dashboard_and_the_pages() -> None:
+    checked = {p.relative_to(REPO).parts[0] for p in _source_files()
+               if _checked_for_named_parameters(p.relative_to(REPO).as_posix())}
+    assert checked == {"evaluator", "dashboard", "pages", "app.py"}
+    assert _checked_for_named_parameters("evaluator/queries/triage.py")
+    assert not _checked_for_named_parameters("evaluator/metrics/runner.py")
 
 
 def test_the_parameter_check_finds_positional_parameters_in_any_position() -> None:
@@ -262,3 +279,8 @@ def test_the_parameter_check_ignores_named_parameters_quoted_text_regexes_and_pr
 def test_the_parameter_check_reads_an_f_string_whole() -> None:
     source = 'sql = f"SELECT x FROM {table} WHERE note = \'{{a}} ?\' AND id = ?"\n'
     assert [_positional_parameters(t) for t in _code_strings(source)] == [["?"]]
+
+
+def test_the_parameter_check_reads_a_value_in_an_f_string_as_a_word() -> None:
+    source = 'pattern = f"(?{flags}:{body})"\nsql = f"WHERE id IN ({\', \'.join(\'?\' * n)})"\n'
+    assert [t for t in _code_strings(source) if _positional_parameters(t)] == ["?"]  # the `?` inside a value

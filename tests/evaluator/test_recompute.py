@@ -48,7 +48,7 @@ def test_a_process_pool_stores_the_same_evaluation(store, monkeypatch, run, with
 def test_batch_rows_with_the_runs_questions_equal_the_rows_read_by_id(store):
     with connect(store) as con:
         run_id = fetch_value(con, "SELECT run_id FROM runs WHERE name = 'v2'")
-        questions = rc._question_columns(con.sql(rc.RUN_QUESTIONS_SQL, params=[run_id]).to_arrow_table())
+        questions = rc._question_columns(con.sql(rc.RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table())
         batched: dict = {}
         for batch in rc._flat_batches(con, run_id):
             ids, inputs = rc._batch_inputs(batch, questions)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from evaluator import search_index
 from evaluator.ingest import ingest_file
 from evaluator.queries.triage import QUOTE_CLASSES, search_pattern
+from evaluator.sql_params import Params
 from evaluator.store import atomic, connect
 
 # Characters where case-insensitive matching and lower() disagree or words split oddly: the Kelvin
@@ -70,9 +71,10 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int]:
 
 def _matches(path: Path, run_id: int, search: str, max_share: float = 1.0) -> set[int]:
     with duckdb.connect(str(path), read_only=True) as con:
-        sql, params = search_index.matching_responses(con, run_id, search, search_pattern(search),
-                                                      max_share=max_share)
-        return {int(row[0]) for row in con.execute(sql, params).fetchall()}
+        params = Params("s")
+        sql = search_index.matching_responses(con, run_id, search, search_pattern(search), params,
+                                              max_share=max_share)
+        return {int(row[0]) for row in con.execute(sql, params.values).fetchall()}
 
 
 def _searches() -> st.SearchStrategy[str]:
@@ -107,6 +109,18 @@ def test_an_index_narrows_an_ascii_search_and_leaves_other_searches_to_the_scan(
         assert search_index.candidates(con, run_id, "' .", max_share=1.0) is None  # no letters or digits
         # A word in more than max_share of the responses: reading every answer is cheaper.
         assert search_index.candidates(con, run_id, "a", max_share=0.01) is None
+
+
+@pytest.mark.parametrize("search", ["xy", "xy zz", "\u00e9"])  # index alone, index and regex, regex alone
+def test_the_matching_sql_binds_into_the_callers_named_parameters(stores, search):
+    _, indexed, run_id = stores
+    with duckdb.connect(str(indexed), read_only=True) as con:
+        params = Params("w")
+        mine = params.bind(run_id)  # the caller's own value, bound before the fragment's
+        sql = search_index.matching_responses(con, run_id, search, search_pattern(search), params, max_share=1.0)
+        assert set(params.values) == {f"w_{i}" for i in range(len(params.values))}
+        query = f"SELECT count(*) FROM responses WHERE run_id = {mine} AND response_id IN ({sql})"
+        assert con.execute(query, params.values).fetchall()[0][0] == len(_matches(indexed, run_id, search))
 
 
 def test_without_an_index_every_answer_is_read(stores):

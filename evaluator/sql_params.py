@@ -3,7 +3,9 @@
 DuckDB binds ``$name`` parameters from a dict, refuses a dict with names the SQL does not use,
 and refuses to mix ``$name`` with positional ``?``. So a query built in pieces binds through one
 ``Params``: each value gets a fresh name (``$<prefix>_<n>``) at the moment its piece is written,
-and a piece that is dropped takes its values with it when it had its own ``Params``.
+and a piece that is dropped takes its values with it when it had its own ``Params``. A module
+that writes a fragment of someone else's query takes their ``Params`` and binds into it
+(evaluator.search_index.matching_responses).
 
     p = Params("w")
     where = [f"r.provider = {p.bind(provider)}", f"evaluation_id IN ({p.list(ids)})"]
@@ -12,13 +14,8 @@ and a piece that is dropped takes its values with it when it had its own ``Param
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
-
-# SQL text in which a `?` is not a parameter: quoted strings and identifiers, comments.
-_NOT_PARAMETER = r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
-_POSITIONAL = re.compile(rf"({_NOT_PARAMETER})|\?", re.DOTALL)
 
 
 class Params:
@@ -46,23 +43,6 @@ class Params:
         filter pushdown and zone-map pruning, which a bound list behind unnest may not)."""
         return ", ".join(self.bind(v) for v in values)
 
-    def positional(self, sql: str, params: Sequence[Any]) -> str:
-        """``sql`` (from a module that binds ``?``) with each positional parameter renamed and bound."""
-        values = iter(params)
-
-        def rename(match: re.Match[str]) -> str:
-            if match.group(1) is not None:
-                return match.group(1)
-            value = next(values, _END)
-            if value is _END:
-                raise ValueError("fewer parameters than `?` in the SQL")
-            return self.bind(value)
-
-        named = _POSITIONAL.sub(rename, sql)
-        if next(values, _END) is not _END:
-            raise ValueError("more parameters than `?` in the SQL")
-        return named
-
     def update(self, other: Params | Mapping[str, Any]) -> Params:
         """Add another piece's parameters (their names must not clash)."""
         values = other.values if isinstance(other, Params) else other
@@ -71,6 +51,3 @@ class Params:
             raise ValueError(f"parameter names bound twice: {', '.join(sorted(clash))}")
         self.values.update(values)
         return self
-
-
-_END = object()

@@ -1,11 +1,11 @@
-"""Named parameters for composed SQL (evaluator/queries/params.py), bound by a real DuckDB."""
+"""Named parameters for composed SQL (evaluator/sql_params.py), bound by a real DuckDB."""
 
 from __future__ import annotations
 
 import duckdb
 import pytest
 
-from evaluator.queries.params import Params
+from evaluator.sql_params import Params
 
 
 @pytest.fixture()
@@ -28,20 +28,6 @@ def test_a_list_binds_one_parameter_per_value_for_an_in_list(con) -> None:
     assert [row[0] for row in con.execute(sql, p.values).fetchall()] == [2, 5, 7]
 
 
-def test_a_positional_fragment_is_renamed_and_bound_in_order(con) -> None:
-    p = Params("s")
-    fragment = p.positional("SELECT id FROM t WHERE id >= ? AND label <> 'a ? b' AND id < ?", [3, 5])
-    assert fragment == "SELECT id FROM t WHERE id >= $s_0 AND label <> 'a ? b' AND id < $s_1"
-    assert [row[0] for row in con.execute(fragment + " ORDER BY id", p.values).fetchall()] == [3, 4]
-
-
-def test_a_positional_fragment_with_the_wrong_number_of_parameters_is_refused() -> None:
-    with pytest.raises(ValueError, match="fewer parameters"):
-        Params().positional("a = ? AND b = ?", [1])
-    with pytest.raises(ValueError, match="more parameters"):
-        Params().positional("a = ?", [1, 2])
-
-
 def test_pieces_with_their_own_params_merge_into_one_query(con) -> None:
     low, high = Params("low"), Params("high")
     sql = f"SELECT count(*) FROM t WHERE id >= {low.bind(2)} AND id < {high.bind(6)}"
@@ -57,3 +43,10 @@ def test_a_fresh_name_never_reuses_a_merged_one() -> None:
     p = Params("w").update({"w_0": "theirs", "evaluation_id": 1})
     assert p.bind("mine") == "$w_1"
     assert p.values == {"w_0": "theirs", "evaluation_id": 1, "w_1": "mine"}
+
+
+def test_one_bound_name_can_stand_in_several_places(con) -> None:
+    p = Params("s")
+    low = p.bind(4)
+    sql = f"SELECT count(*) FROM t WHERE id >= {low} AND label <> 'row ' || {low}"
+    assert con.execute(sql, p.values).fetchall() == [(5,)]
