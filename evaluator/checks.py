@@ -24,6 +24,7 @@ from evaluator.rules import (
     norm_term,
     straighten,
 )
+from evaluator.sql.fragments import SqlCase, pair, repr_of, snippet_of
 from evaluator.types import FAIL, NA, PASS, CheckResult, ResponseInput, Span
 
 T3 = "T3"
@@ -444,7 +445,20 @@ def _label(value: object) -> str | None:
     return text or None
 
 
-@check("routing_check", order=10, reads=("routing.template_routes",))
+def _routing_check_sql(q: SqlCase) -> str:
+    """routing_check in SQL: the same pairs compared, through the rules' routes."""
+    return f"""CASE
+    WHEN er IS NULL AND et IS NULL AND act_c IS NULL AND act_t IS NULL
+      THEN {pair(NA, "'neither the expected nor the actual routing was recorded'")}
+    WHEN er IS NULL AND et IS NULL THEN {pair(NA, "'no expected routing or template was recorded'")}
+    WHEN act_c IS NULL AND act_t IS NULL
+      THEN {pair(NA, "'the bot''s routing (classification or template) was not recorded'")}
+    WHEN pe_n = pa_n THEN {pair(PASS, "'routed ' || " + repr_of('pa') + " || ' as expected'")}
+    ELSE {pair(FAIL, "'routed ' || " + repr_of('pa') + " || ' but ' || " + repr_of('pe')
+               + " || ' was expected'")} END"""
+
+
+@check("routing_check", order=10, reads=("routing.template_routes",), sql=_routing_check_sql)
 def routing_check(ctx: Context) -> CheckResult:
     """classification (or template) agrees with expected_routing (or expected_template)."""
     r = ctx.resp
@@ -469,8 +483,26 @@ def routing_check(ctx: Context) -> CheckResult:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _retrieval_check_sql(q: SqlCase) -> str:
+    """retrieval_check in SQL."""
+    return f"""CASE
+    WHEN {q.not_required('retrieval_check')} THEN CASE WHEN {q.refusal_expected}
+      THEN {pair(NA, "'retrieval is not required for an unanswerable question'")}
+      ELSE {pair(NA, "'retrieval is not required for a T3 refusal'")} END
+    WHEN n_items = 0 THEN {pair(FAIL, "'nothing was retrieved'")}
+    WHEN n_scores = 0 THEN CASE WHEN missing THEN {pair(FAIL, 'missing_reason')}
+      ELSE {pair(NA, "'similarity scores were not recorded: the retrieved items carry no similarity score, so the ' "
+                      "|| $thr || ' threshold cannot be checked (' || n_items || ' item' "
+                      "|| CASE WHEN n_items <> 1 THEN 's' ELSE '' END || ' counted as context)'")} END
+    WHEN n_above = 0 THEN {pair(FAIL, "'no retrieved item scores at least ' || $thr || ' (best ' "
+                                       "|| printf('%.2f', best) || ')'")}
+    WHEN missing THEN {pair(FAIL, 'missing_reason')}
+    ELSE {pair(PASS, "n_above || ' of ' || n_items || ' retrieved items score at least ' || $thr")} END"""
+
+
 @check("retrieval_check", order=20,
-       reads=("retrieval.min_score", "rulesets.t3_not_applicable", "profile.answerability"))
+       reads=("retrieval.min_score", "rulesets.t3_not_applicable", "profile.answerability"),
+       sql=_retrieval_check_sql)
 def retrieval_check(ctx: Context) -> CheckResult:
     """At least one retrieved item scores >= the threshold; and an expected shloka id is retrieved."""
     name = "retrieval_check"
@@ -509,9 +541,38 @@ def _missing_expected(ctx: Context) -> str | None:
     return None
 
 
+def _answers_question_sql(q: SqlCase) -> str:
+    """answers_question in SQL."""
+    if q.answerability:
+        by_answerability = f"""
+    WHEN answerable IS NOT DISTINCT FROM false THEN CASE WHEN refused
+      THEN {pair(PASS, "'unanswerable question, and the answer refuses (the correct answer here)'")}
+      ELSE {pair(FAIL, "'unanswerable question, but the answer does not refuse'")} END
+    WHEN empty THEN {pair(FAIL, "known || ', but the answer is empty'")}
+    WHEN refused THEN {pair(FAIL, "known || ', but the answer refuses'")}
+    WHEN len(gold) = 0 THEN {pair(PASS, "'answered, no short gold answer to compare' || note")}
+    WHEN NOT gold_found THEN {pair(FAIL, "known || ', but none of the short gold answers appears in the answer'")}
+    ELSE {pair(PASS, "'answered; a gold answer appears in the answer' || note")} END"""
+        by_answerability = by_answerability.replace(
+            "known", "(CASE WHEN answerable THEN 'answerable question' ELSE 'answerability unknown' END)").replace(
+            "note", "(CASE WHEN answerable THEN '' ELSE ' (answerability unknown: an answer counts as a pass)' END)")
+    else:
+        by_answerability = f"""
+    WHEN empty THEN {pair(FAIL, "'the answer is empty'")}
+    WHEN refused THEN {pair(FAIL, "'the answer is a refusal'")}
+    WHEN len(gold) = 0 THEN {pair(PASS, "'not a refusal (no gold answers to compare)'")}
+    WHEN NOT gold_found THEN {pair(FAIL, "'none of the gold answers appears in the answer'")}
+    ELSE {pair(PASS, "'a gold answer appears in the answer'")} END"""
+    return f"""CASE
+    WHEN is_t3 THEN CASE WHEN NOT refused THEN {pair(FAIL, "'not a proper refusal: no refusal pattern matches'")}
+      WHEN h_sub THEN {pair(FAIL, "'not a proper refusal: it also answers (substantive-answer pattern)'")}
+      ELSE {pair(PASS, "'proper refusal: a refusal pattern and no substantive answer'")} END{by_answerability}"""
+
+
 @check("answers_question", order=30, reads=(
     "answers.refusal_patterns", "answers.substantive_patterns", "flags.refusal_detected.phrases", "abstention",
-    "profile.answerability", "profile.abstention", "profile.refusal_phrases", "profile.gold_max_words"))
+    "profile.answerability", "profile.abstention", "profile.refusal_phrases", "profile.gold_max_words"),
+    sql=_answers_question_sql)
 def answers_question(ctx: Context) -> CheckResult:
     """T3: a proper refusal. T1/T2: not a refusal, and a gold answer appears (if any)."""
     name = "answers_question"
@@ -584,8 +645,21 @@ def _answers_by_answerability(ctx: Context) -> CheckResult:
     return result(name, PASS, f"answered; a gold answer appears in the answer{unknown_note}", spans)
 
 
+def _cites_shlokas_sql(q: SqlCase) -> str:
+    """cites_shlokas in SQL."""
+    no_pattern = pair(NA, "'this bot''s profile defines no citation pattern'")
+    return f"""CASE
+    WHEN {q.not_required('cites_shlokas')} THEN CASE WHEN {q.refusal_expected}
+      THEN {pair(NA, "'citations are not required for an unanswerable question'")}
+      ELSE {pair(NA, "'citations are not required for a T3 refusal'")} END
+    WHEN {'false' if q.has_citation else 'true'} THEN {no_pattern}
+    WHEN len(cites) = 0 THEN {pair(FAIL, "'no inline shloka citation'")}
+    ELSE {pair(PASS, "len(cites) || ' inline citation' || CASE WHEN len(cites) <> 1 THEN 's' ELSE '' END")} END"""
+
+
 @check("cites_shlokas", order=40,
-       reads=("rulesets.t3_not_applicable", "profile.answerability", "profile.citation_pattern"))
+       reads=("rulesets.t3_not_applicable", "profile.answerability", "profile.citation_pattern"),
+       sql=_cites_shlokas_sql)
 def cites_shlokas(ctx: Context) -> CheckResult:
     """At least one inline citation."""
     name = "cites_shlokas"
@@ -602,9 +676,28 @@ def cites_shlokas(ctx: Context) -> CheckResult:
     return result(name, PASS, f"{len(cites)} inline citation{'s' if len(cites) != 1 else ''}", spans)
 
 
+def _follows_template_sql(q: SqlCase) -> str:
+    """follows_template in SQL."""
+    no_pattern = pair(NA, "'this bot''s profile defines no citation pattern'")
+    return f"""CASE
+    WHEN is_t3 THEN CASE WHEN h_refusal AND h_redirect THEN {pair(PASS, "'T3: refuses and redirects'")}
+      ELSE {pair(FAIL, "'T3 must refuse and redirect: no ' || CASE WHEN NOT h_refusal AND NOT h_redirect "
+                        "THEN 'refusal or redirect' WHEN NOT h_refusal THEN 'refusal' ELSE 'redirect' END "
+                        "|| ' found'")} END
+    WHEN tmpl IS NULL THEN {pair(NA, "'no template was recorded'")}
+    WHEN tmpl NOT IN ('T1', 'T2') THEN {pair(NA, "'unknown template ' || " + repr_of('tmpl'))}
+    WHEN {'false' if q.has_citation else 'true'} THEN {no_pattern}
+    WHEN tmpl = 'T1' THEN CASE WHEN len(cites) > 0 THEN {pair(PASS, "'T1: cites shlokas'")}
+      ELSE {pair(FAIL, "'T1 must cite shlokas: no inline citation'")} END
+    WHEN len(cites) > 0 AND h_markers THEN {pair(PASS, "'T2: cites shlokas and interprets'")}
+    ELSE {pair(FAIL, "'T2 must cite and interpret: no ' || CASE WHEN len(cites) = 0 AND NOT h_markers "
+                      "THEN 'inline citation or interpretation marker' WHEN len(cites) = 0 THEN 'inline citation' "
+                      "ELSE 'interpretation marker' END")} END"""
+
+
 @check("follows_template", order=50, reads=(
     "answers.refusal_patterns", "answers.redirect_patterns", "profile.citation_pattern",
-    "profile.interpretation_markers"))
+    "profile.interpretation_markers"), sql=_follows_template_sql)
 def follows_template(ctx: Context) -> CheckResult:
     """T1 cites; T2 cites and interprets; T3 refuses and redirects."""
     name = "follows_template"
@@ -638,10 +731,21 @@ def follows_template(ctx: Context) -> CheckResult:
                   merge_spans(spans + marker_spans, ctx.answer))
 
 
+def _no_hallucination_sql(q: SqlCase) -> str:
+    """no_hallucination in SQL: the first cited id not retrieved, else the first unverified term."""
+    return f"""CASE
+    WHEN bad_cite IS NOT NULL
+      THEN {pair(FAIL, "'cites ' || " + snippet_of('bad_cite') + " || ', which is not among the retrieved shlokas'")}
+    WHEN unverified IS NOT NULL
+      THEN {pair(FAIL, "CASE WHEN unverified.p THEN 'price ' ELSE 'proper noun ' END || "
+                        + snippet_of('unverified.t') + " || ' is not in the retrieved documents'")}
+    ELSE {pair(PASS, "'every cited shloka was retrieved; no unverified price or proper noun'")} END"""
+
+
 @check("no_hallucination", order=60, reads=(
     "profile.citation_pattern", "flags.potential_hallucination.price_pattern",
     "flags.potential_hallucination.proper_noun_pattern", "flags.potential_hallucination.exempt_question_terms",
-    "profile.allowlist", "rulesets.proper_nouns", "rulesets.function_words"))
+    "profile.allowlist", "rulesets.proper_nouns", "rulesets.function_words"), sql=_no_hallucination_sql)
 def no_hallucination(ctx: Context) -> CheckResult:
     """No potential hallucination (SPEC §5) and every cited shloka was retrieved."""
     name = "no_hallucination"

@@ -28,7 +28,8 @@ def banner_text(rules: Rules, flag_name: str) -> str | None:
     return rules.banner(flag_name)
 
 
-@flag("no_context_warning", severity="warning", order=10, reads=("retrieval.min_score",))
+@flag("no_context_warning", severity="warning", order=10, reads=("retrieval.min_score",),
+      sql=lambda q: "CASE WHEN (n_scores > 0 OR n_items = 0) AND n_above = 0 THEN $sev_no_context_warning END")
 def no_context_warning(ctx: Context) -> FlagResult | None:
     """Nothing was retrieved, or every scored item is below the threshold. Items without a
     score are context (issue 13): when no item carries a score, the flag is not raised."""
@@ -42,7 +43,7 @@ def no_context_warning(ctx: Context) -> FlagResult | None:
 
 
 @flag("refusal_detected", severity="info", order=20, reads=("flags.refusal_detected.phrases",),
-      options=("phrases",))
+      options=("phrases",), sql=lambda q: "CASE WHEN h_phrases THEN $sev_refusal_detected END")
 def refusal_detected(ctx: Context) -> FlagResult | None:
     """The answer contains a refusal phrase (case-insensitive substring)."""
     found, spans = ctx.hits("refusal_phrases")
@@ -54,7 +55,8 @@ def refusal_detected(ctx: Context) -> FlagResult | None:
 @flag("potential_hallucination", severity="warning", order=30, reads=(
     "flags.potential_hallucination.price_pattern", "flags.potential_hallucination.proper_noun_pattern",
     "flags.potential_hallucination.exempt_question_terms", "profile.allowlist", "rulesets.proper_nouns",
-    "rulesets.function_words"), options=("price_pattern", "proper_noun_pattern", "exempt_question_terms"))
+    "rulesets.function_words"), options=("price_pattern", "proper_noun_pattern", "exempt_question_terms"),
+      sql=lambda q: "CASE WHEN unverified IS NOT NULL THEN $sev_potential_hallucination END")
 def potential_hallucination(ctx: Context) -> FlagResult | None:
     """A price or proper noun that the retrieved items do not contain."""
     spans = ctx.unverified()

@@ -36,6 +36,7 @@ class Entry:
     severity: str | None = None  # flags only: the default the rules file may change
     reads: tuple[str, ...] = ()  # the rules/profile options the decision reads ("section.key")
     options: tuple[str, ...] = ()  # flags only: the extra keys of its own [flags.<name>] table
+    sql: Callable[..., str] | None = None  # checks and flags: its SQL form (evaluator/sql/fragments.py)
 
 
 class Registry:
@@ -45,7 +46,7 @@ class Registry:
 
     def register(self, kind: str, name: str, fn: Callable[..., Any], *, granularity: str | None = None,
                  order: int = 0, severity: str | None = None, reads: tuple[str, ...] = (),
-                 options: tuple[str, ...] = ()) -> None:
+                 options: tuple[str, ...] = (), sql: Callable[..., str] | None = None) -> None:
         if kind not in self._entries:
             raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
@@ -61,11 +62,14 @@ class Registry:
                 raise ValueError(f"flag {name!r}: severity must be one of {', '.join(SEVERITIES)}, got {severity!r}")
         elif severity is not None or options:
             raise ValueError(f"{kind} {name!r}: only flags have a severity and options")
+        if kind == "metric" and sql is not None:
+            raise ValueError(f"metric {name!r}: only checks and flags have an SQL form")
         existing = self._entries[kind].get(name)
         if existing is not None:
             where = f"{getattr(existing.fn, '__module__', '?')}.{getattr(existing.fn, '__qualname__', '?')}"
             raise ValueError(f"{kind} {name!r} is already registered (by {where})")
-        self._entries[kind][name] = Entry(kind, name, fn, granularity, order, severity, tuple(reads), tuple(options))
+        self._entries[kind][name] = Entry(kind, name, fn, granularity, order, severity, tuple(reads), tuple(options),
+                                          sql)
         self._ordered.pop(kind, None)
 
     def _decorator(self, kind: str, name: str, **meta: Any) -> Callable[[F], F]:
@@ -75,12 +79,13 @@ class Registry:
 
         return decorate
 
-    def check(self, name: str, *, order: int = 0, reads: tuple[str, ...] = ()) -> Callable[[F], F]:
-        return self._decorator("check", name, order=order, reads=reads)
+    def check(self, name: str, *, order: int = 0, reads: tuple[str, ...] = (),
+              sql: Callable[..., str] | None = None) -> Callable[[F], F]:
+        return self._decorator("check", name, order=order, reads=reads, sql=sql)
 
     def flag(self, name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
-             options: tuple[str, ...] = ()) -> Callable[[F], F]:
-        return self._decorator("flag", name, order=order, severity=severity, reads=reads, options=options)
+             options: tuple[str, ...] = (), sql: Callable[..., str] | None = None) -> Callable[[F], F]:
+        return self._decorator("flag", name, order=order, severity=severity, reads=reads, options=options, sql=sql)
 
     def metric(self, name: str, granularity: str = "query") -> Callable[[F], F]:
         if granularity not in GRANULARITIES:  # fail at the decorator line, not later
@@ -117,16 +122,19 @@ class Registry:
 REGISTRY = Registry()
 
 
-def check(name: str, *, order: int = 0, reads: tuple[str, ...] = ()) -> Callable[[F], F]:
-    """Register a check function ``fn(ctx) -> CheckResult`` under ``name``."""
-    return REGISTRY.check(name, order=order, reads=reads)
+def check(name: str, *, order: int = 0, reads: tuple[str, ...] = (),
+          sql: Callable[..., str] | None = None) -> Callable[[F], F]:
+    """Register a check function ``fn(ctx) -> CheckResult`` under ``name``; ``sql(case)`` is the
+    same decision as one SQL expression (evaluator/sql/fragments.py; without it, Python decides)."""
+    return REGISTRY.check(name, order=order, reads=reads, sql=sql)
 
 
 def flag(name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
-         options: tuple[str, ...] = ()) -> Callable[[F], F]:
+         options: tuple[str, ...] = (), sql: Callable[..., str] | None = None) -> Callable[[F], F]:
     """Register a flag function ``fn(ctx) -> FlagResult | None`` under ``name``; ``options`` are
-    the keys its ``[flags.<name>]`` table may hold besides severity and banner."""
-    return REGISTRY.flag(name, severity=severity, order=order, reads=reads, options=options)
+    the keys its ``[flags.<name>]`` table may hold besides severity and banner; ``sql(case)`` its
+    SQL form (the severity, or NULL when not raised)."""
+    return REGISTRY.flag(name, severity=severity, order=order, reads=reads, options=options, sql=sql)
 
 
 def metric(name: str, granularity: str = "query") -> Callable[[F], F]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evaluator import rules_merge
+from evaluator.registry import CHECK, FLAG
 from evaluator.results import TEMPLATE_GROUP_SQL
 from evaluator.rules import Rules, rules_from_text
 from evaluator.types import CHECK_NAMES
@@ -62,12 +63,12 @@ def fields(profile: str) -> tuple[Field, ...]:
               "One regex a line: a T3 answer must refuse and redirect."),
         Field("abstention_patterns", ("abstention", "patterns"), "Abstention patterns", LINES,
               "One regex a line: how RAG bots say they cannot answer from their documents."),
-        Field("refusal_phrases", ("flags", "refusal_detected", "phrases"), "Refusal phrases (refusal_detected)",
-              LINES, "One literal phrase a line, case-insensitive."),
+        Field("refusal_phrases", ("flags", FLAG.refusal_detected, "phrases"),
+              f"Refusal phrases ({FLAG.refusal_detected})", LINES, "One literal phrase a line, case-insensitive."),
         Field("profile_refusal_phrases", (*prof, "refusal_phrases"), "This bot's refusal phrases", LINES,
               "One literal phrase a line: this bot's own ways of refusing."),
         Field("min_score", ("retrieval", "min_score"), "Retrieval threshold", NUMBER,
-              "An item must score at least this (retrieval_check, no_context_warning)."),
+              f"An item must score at least this ({CHECK.retrieval_check}, {FLAG.no_context_warning})."),
         Field("allowlist", (*prof, "allowlist"), "Allowlist (proper nouns never flagged)", LINES,
               "One name a line, exact, case-insensitive."),
         Field("interpretation_markers", (*prof, "interpretation_markers"), "Interpretation markers", LINES,

@@ -30,7 +30,7 @@ from evaluator.matchers import (
     compiled,
     phrase_rule,
 )
-from evaluator.registry import flag_options
+from evaluator.registry import FLAG, flag_options
 from evaluator.rules_data import (
     LITERAL_NOUNS,
     NOT_APPLICABLE_TO_BOT,
@@ -249,13 +249,13 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
         if severity not in ("info", "warning", "error"):
             raise r.fail(f"flags.{flag}.severity", f"expected info, warning or error, got {severity!r}")
         flag_rules.append(FlagRule(flag, severity, r.get(ft, "banner", f"flags.{flag}", str)))
-    refusal_phrases = r.strings(flags_t["refusal_detected"], "phrases", "flags.refusal_detected")
-    ph = flags_t["potential_hallucination"]
-    price = r.pattern(r.get(ph, "price_pattern", "flags.potential_hallucination", (str, dict)),
-                      "flags.potential_hallucination.price_pattern")
-    proper_noun = r.pattern(r.get(ph, "proper_noun_pattern", "flags.potential_hallucination", (str, dict)),
-                            "flags.potential_hallucination.proper_noun_pattern")
-    exempt = r.get(ph, "exempt_question_terms", "flags.potential_hallucination", bool)
+    # the two flags whose options the checks read too (their keys: registry.flag_options)
+    refusal_key, ph_key = f"flags.{FLAG.refusal_detected}", f"flags.{FLAG.potential_hallucination}"
+    refusal_phrases = r.strings(flags_t[FLAG.refusal_detected], "phrases", refusal_key)
+    ph = flags_t[FLAG.potential_hallucination]
+    price = r.pattern(r.get(ph, "price_pattern", ph_key, (str, dict)), f"{ph_key}.price_pattern")
+    proper_noun = r.pattern(r.get(ph, "proper_noun_pattern", ph_key, (str, dict)), f"{ph_key}.proper_noun_pattern")
+    exempt = r.get(ph, "exempt_question_terms", ph_key, bool)
 
     profiles_t = r.table(data, "profiles", "")
     if not profiles_t:

@@ -1,11 +1,14 @@
-"""The six checks and three flags compiled into one DuckDB query over a run (issue 16 §1).
+"""The checks and flags compiled into one DuckDB query over a run (issue 16 §1).
 
-``compile_run(rules, ruleset, profile)`` returns the SQL and its named parameters, or None
-when some rule cannot run as RE2 with the meaning it has in Python (then Python decides
-every row). The query yields, per response, ``decided`` (SQL may decide it: clean ASCII
-text, every citation id comparable; see re2.py) and, for decided rows, each check's verdict
-and reason and each flag's severity (NULL: not raised). Undecided rows go to the Python
-reference: "SQL proposes, Python decides". Every feature mirrors evaluator.checks.Context.
+This module computes the per-response features (evaluator/sql/fragments.py lists them); each
+check's and flag's decision over them is its registered SQL form, written beside its Python
+form in evaluator/checks.py and evaluator/flags.py. ``compile_run(rules, ruleset, profile)``
+returns the SQL and its named parameters, or None when some rule cannot run as RE2 with the
+meaning it has in Python, or a check or flag has no SQL form (then Python decides every row).
+The query yields, per response, ``decided`` (SQL may decide it: clean ASCII text, every
+citation id comparable; see re2.py) and, for decided rows, each check's verdict and reason and
+each flag's severity (NULL: not raised). Undecided rows go to the Python reference: "SQL
+proposes, Python decides". Every feature mirrors evaluator.checks.Context.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator.registry import Entry, check_entries, flag_entries
 from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
+from evaluator.sql.fragments import NA, WS, SqlCase, pair
 from evaluator.sql.re2 import min_width, to_re2
-from evaluator.types import CHECK_NAMES, FLAG_NAMES
+from evaluator.types import FLAG_NAMES
 
-WS = "[\\t\\n\\f\\r ]"  # str.split()'s white space on clean ASCII text
 WORD = "[0-9A-Za-z_]"
 NOT_WORD = "[^0-9A-Za-z_]"
 
@@ -78,19 +82,6 @@ def _padded_answer(x: str) -> str:
     stripped = f"regexp_replace(lower({x}), '[^a-z0-9\\t\\n\\f\\r ]+', '', 'g')"
     spaced = f"regexp_replace(' ' || {stripped} || ' ', '{WS}{{2,}}|[\\t\\n\\f\\r]', ' ', 'g')"
     return f"regexp_replace({spaced}, ' (?:(?:a|an|the) )+', ' ', 'g')"
-
-
-def _repr(x: str) -> str:
-    """Python's repr() of a clean ASCII string."""
-    esc = (f"replace(replace(replace(replace(replace({x}, '\\', '\\\\'), chr(9), '\\t'), chr(10), '\\n'), "
-           f"chr(13), '\\r'), chr(12), '\\x0c')")
-    return (f"(CASE WHEN contains({x}, '''') AND NOT contains({x}, '\"') THEN '\"' || {esc} || '\"' "
-            f"ELSE '''' || replace({esc}, '''', '\\''') || '''' END)")
-
-
-def _snippet(x: str) -> str:
-    one = f"trim(regexp_replace(left({x}, 240), '{WS}+', ' ', 'g'))"
-    return f"('''' || CASE WHEN length({one}) > 60 THEN left({one}, 59) || '\u2026' ELSE {one} END || '''')"
 
 
 def _label(x: str) -> str:
@@ -176,11 +167,19 @@ def _unverified_ctes(exempt: bool) -> str:
 )"""
 
 
+def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
+    """What the checks' SQL forms depend on under this rule set and profile."""
+    comp = compiled(rules)
+    p = comp.profile(profile).profile
+    refusal_expected = "(answerable IS NOT DISTINCT FROM false AND NOT is_t3)" if p.answerability else "false"
+    return SqlCase(frozenset(comp.t3_not_applicable(ruleset)), refusal_expected, bool(p.citation_pattern),
+                   p.answerability)
+
+
 def compile_run(rules: Rules, ruleset: str, profile: str) -> CompiledRun | None:
     comp = compiled(rules)
     prof = comp.profile(profile)
     p = prof.profile
-    t3_na = comp.t3_not_applicable(ruleset)
     fw = comp.refined_nouns(ruleset)
     cats = {
         "refusal": _alternation(rules.refusal), "redirect": _alternation(rules.redirect),
@@ -243,10 +242,10 @@ def compile_run(rules: Rules, ruleset: str, profile: str) -> CompiledRun | None:
         refused += [hit["phrases"], hit["abstention"]]
     if p.refusal_phrases:
         refused.append(hit["prof_refusals"])
-    refusal_expected = "(answerable IS NOT DISTINCT FROM false AND NOT is_t3)" if p.answerability else "false"
-
-    def t3_na_when(check: str) -> str:
-        return f"(is_t3 OR {refusal_expected})" if check in t3_na else "false"
+    case = sql_case(rules, ruleset, profile)
+    checks, flags = check_entries(), flag_entries()
+    if any(e.sql is None for e in (*checks, *flags)):
+        return None  # a check or flag with no SQL form: Python decides every row
 
     def max_words_filter(k: int) -> str:
         base = f"list_filter(list_transform(aliases, lambda a: {_norm_answer('a')}), lambda a: a <> '')"
@@ -337,7 +336,7 @@ WITH base AS (
 ), f5 AS (
   SELECT *,
          -- features only some branches read, computed only for the rows that reach them (a
-         -- CASE is lazy in DuckDB; each is a scan of the answer): see _check_columns
+         -- CASE is lazy in DuckDB; each is a scan of the answer): see the checks' SQL forms
          CASE WHEN is_t3 THEN coalesce({hit['redirect']}, false) END AS h_redirect,
          CASE WHEN is_t3 AND refused THEN coalesce({hit['substantive']}, false) END AS h_sub,
          CASE WHEN NOT is_t3 AND tmpl = 'T2' THEN coalesce({hit['markers']}, false) END AS h_markers,
@@ -348,104 +347,18 @@ WITH base AS (
   FROM f4
 )
 SELECT response_id, decided, is_t3,
-{_check_columns(prof.checks, t3_na_when, refusal_expected, citation is not None, p.answerability)},
-  CASE WHEN (n_scores > 0 OR n_items = 0) AND n_above = 0 THEN $sev_no_context END AS no_context_warning,
-  CASE WHEN h_phrases THEN $sev_refusal END AS refusal_detected,
-  CASE WHEN unverified IS NOT NULL THEN $sev_hallucination END AS potential_hallucination
+{_columns(checks, flags, case, prof.checks)}
 FROM f5
 """
-    params.update(sev_no_context=comp.severities["no_context_warning"],
-                  sev_refusal=comp.severities["refusal_detected"],
-                  sev_hallucination=comp.severities["potential_hallucination"])
+    params.update({f"sev_{e.name}": comp.severities[e.name] for e in flags})
     return CompiledRun(sql, params)
 
 
-def _pair(verdict: str, reason: str) -> str:
-    return f"{{'v': '{verdict}', 'r': {reason}}}"
-
-
-def _check_columns(checks: frozenset[str], t3_na_when: Any, refusal_expected: str, has_citation: bool,
-                   answerability: bool) -> str:
-    na, fail, ok = "N/A", "FAIL", "PASS"
-    cases: dict[str, str] = {}
-    cases["routing_check"] = f"""CASE
-    WHEN er IS NULL AND et IS NULL AND act_c IS NULL AND act_t IS NULL
-      THEN {_pair(na, "'neither the expected nor the actual routing was recorded'")}
-    WHEN er IS NULL AND et IS NULL THEN {_pair(na, "'no expected routing or template was recorded'")}
-    WHEN act_c IS NULL AND act_t IS NULL
-      THEN {_pair(na, "'the bot''s routing (classification or template) was not recorded'")}
-    WHEN pe_n = pa_n THEN {_pair(ok, "'routed ' || " + _repr('pa') + " || ' as expected'")}
-    ELSE {_pair(fail, "'routed ' || " + _repr('pa') + " || ' but ' || " + _repr('pe') + " || ' was expected'")} END"""
-    cases["retrieval_check"] = f"""CASE
-    WHEN {t3_na_when('retrieval_check')} THEN CASE WHEN {refusal_expected}
-      THEN {_pair(na, "'retrieval is not required for an unanswerable question'")}
-      ELSE {_pair(na, "'retrieval is not required for a T3 refusal'")} END
-    WHEN n_items = 0 THEN {_pair(fail, "'nothing was retrieved'")}
-    WHEN n_scores = 0 THEN CASE WHEN missing THEN {_pair(fail, 'missing_reason')}
-      ELSE {_pair(na, "'similarity scores were not recorded: the retrieved items carry no similarity score, so the ' "
-                      "|| $thr || ' threshold cannot be checked (' || n_items || ' item' "
-                      "|| CASE WHEN n_items <> 1 THEN 's' ELSE '' END || ' counted as context)'")} END
-    WHEN n_above = 0 THEN {_pair(fail, "'no retrieved item scores at least ' || $thr || ' (best ' "
-                                       "|| printf('%.2f', best) || ')'")}
-    WHEN missing THEN {_pair(fail, 'missing_reason')}
-    ELSE {_pair(ok, "n_above || ' of ' || n_items || ' retrieved items score at least ' || $thr")} END"""
-    if answerability:
-        by_answerability = f"""
-    WHEN answerable IS NOT DISTINCT FROM false THEN CASE WHEN refused
-      THEN {_pair(ok, "'unanswerable question, and the answer refuses (the correct answer here)'")}
-      ELSE {_pair(fail, "'unanswerable question, but the answer does not refuse'")} END
-    WHEN empty THEN {_pair(fail, "known || ', but the answer is empty'")}
-    WHEN refused THEN {_pair(fail, "known || ', but the answer refuses'")}
-    WHEN len(gold) = 0 THEN {_pair(ok, "'answered, no short gold answer to compare' || note")}
-    WHEN NOT gold_found THEN {_pair(fail, "known || ', but none of the short gold answers appears in the answer'")}
-    ELSE {_pair(ok, "'answered; a gold answer appears in the answer' || note")} END"""
-        by_answerability = by_answerability.replace(
-            "known", "(CASE WHEN answerable THEN 'answerable question' ELSE 'answerability unknown' END)").replace(
-            "note", "(CASE WHEN answerable THEN '' ELSE ' (answerability unknown: an answer counts as a pass)' END)")
-    else:
-        by_answerability = f"""
-    WHEN empty THEN {_pair(fail, "'the answer is empty'")}
-    WHEN refused THEN {_pair(fail, "'the answer is a refusal'")}
-    WHEN len(gold) = 0 THEN {_pair(ok, "'not a refusal (no gold answers to compare)'")}
-    WHEN NOT gold_found THEN {_pair(fail, "'none of the gold answers appears in the answer'")}
-    ELSE {_pair(ok, "'a gold answer appears in the answer'")} END"""
-    cases["answers_question"] = f"""CASE
-    WHEN is_t3 THEN CASE WHEN NOT refused THEN {_pair(fail, "'not a proper refusal: no refusal pattern matches'")}
-      WHEN h_sub THEN {_pair(fail, "'not a proper refusal: it also answers (substantive-answer pattern)'")}
-      ELSE {_pair(ok, "'proper refusal: a refusal pattern and no substantive answer'")} END{by_answerability}"""
-    no_pattern = _pair(na, "'this bot''s profile defines no citation pattern'")
-    cases["cites_shlokas"] = f"""CASE
-    WHEN {t3_na_when('cites_shlokas')} THEN CASE WHEN {refusal_expected}
-      THEN {_pair(na, "'citations are not required for an unanswerable question'")}
-      ELSE {_pair(na, "'citations are not required for a T3 refusal'")} END
-    WHEN {'false' if has_citation else 'true'} THEN {no_pattern}
-    WHEN len(cites) = 0 THEN {_pair(fail, "'no inline shloka citation'")}
-    ELSE {_pair(ok, "len(cites) || ' inline citation' || CASE WHEN len(cites) <> 1 THEN 's' ELSE '' END")} END"""
-    cases["follows_template"] = f"""CASE
-    WHEN is_t3 THEN CASE WHEN h_refusal AND h_redirect THEN {_pair(ok, "'T3: refuses and redirects'")}
-      ELSE {_pair(fail, "'T3 must refuse and redirect: no ' || CASE WHEN NOT h_refusal AND NOT h_redirect "
-                        "THEN 'refusal or redirect' WHEN NOT h_refusal THEN 'refusal' ELSE 'redirect' END "
-                        "|| ' found'")} END
-    WHEN tmpl IS NULL THEN {_pair(na, "'no template was recorded'")}
-    WHEN tmpl NOT IN ('T1', 'T2') THEN {_pair(na, "'unknown template ' || " + _repr('tmpl'))}
-    WHEN {'false' if has_citation else 'true'} THEN {no_pattern}
-    WHEN tmpl = 'T1' THEN CASE WHEN len(cites) > 0 THEN {_pair(ok, "'T1: cites shlokas'")}
-      ELSE {_pair(fail, "'T1 must cite shlokas: no inline citation'")} END
-    WHEN len(cites) > 0 AND h_markers THEN {_pair(ok, "'T2: cites shlokas and interprets'")}
-    ELSE {_pair(fail, "'T2 must cite and interpret: no ' || CASE WHEN len(cites) = 0 AND NOT h_markers "
-                      "THEN 'inline citation or interpretation marker' WHEN len(cites) = 0 THEN 'inline citation' "
-                      "ELSE 'interpretation marker' END")} END"""
-    cases["no_hallucination"] = f"""CASE
-    WHEN bad_cite IS NOT NULL
-      THEN {_pair(fail, "'cites ' || " + _snippet('bad_cite') + " || ', which is not among the retrieved shlokas'")}
-    WHEN unverified IS NOT NULL
-      THEN {_pair(fail, "CASE WHEN unverified.p THEN 'price ' ELSE 'proper noun ' END || "
-                        + _snippet('unverified.t') + " || ' is not in the retrieved documents'")}
-    ELSE {_pair(ok, "'every cited shloka was retrieved; no unverified price or proper noun'")} END"""
-    cols = []
-    for name in CHECK_NAMES:
-        expr = cases[name] if name in checks else _pair(na, "$nar")
-        cols.append(f"  {expr} AS {name}")
+def _columns(checks: tuple[Entry, ...], flags: tuple[Entry, ...], case: SqlCase, applied: frozenset[str]) -> str:
+    """One column per check (its registered SQL form, or N/A with the profile's reason when the
+    profile does not apply it) and per flag, named after it."""
+    cols = [f"  {e.sql(case) if e.name in applied and e.sql else pair(NA, '$nar')} AS {e.name}" for e in checks]
+    cols += [f"  {e.sql(case) if e.sql else 'NULL'} AS {e.name}" for e in flags]
     return ",\n".join(cols)
 
 

@@ -21,7 +21,8 @@ import pyarrow as pa
 from evaluator.evaluate import evaluate_batch
 from evaluator.recompute import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA, load_responses
 from evaluator.rules import Rules
-from evaluator.sql.compile import WS, compile_run
+from evaluator.sql.compile import compile_run
+from evaluator.sql.fragments import WS
 from evaluator.types import CHECK_NAMES, FLAG_NAMES, ResponseEvaluation
 
 PYTHON_BATCH = 5_000
