@@ -20,7 +20,7 @@ from typing import Any
 from evaluator.registry import Entry, check_entries, flag_entries
 from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.sql.fragments import NA, WS, SqlCase, pair
-from evaluator.sql.re2 import min_width, to_re2
+from evaluator.sql.re2 import CLEAN_SQL, min_width, to_re2
 from evaluator.types import FLAG_NAMES
 
 WORD = "[0-9A-Za-z_]"
@@ -48,17 +48,8 @@ def _alternation(rules: tuple[PatternRule, ...]) -> str | None:
     return "|".join(parts)
 
 
-# The ASCII control characters other than \t \n \f \r: Python's str.split() and RE2 disagree on some.
-CONTROL = (*range(0, 9), 11, *range(14, 32), 127)
-
-
 def _clean(x: str) -> str:
-    """``x`` is clean ASCII: every character in [\\t\\n\\f\\r -~]. As bytes = characters (ASCII)
-    and no control character: a scan per control character (memchr) costs a third of one
-    regexp_matches with a negated class."""
-    v = f"coalesce({x}, '')"
-    controls = " OR ".join(f"contains({v}, chr({c}))" for c in CONTROL)
-    return f"(strlen({v}) = length({v}) AND NOT ({controls}))"
+    return CLEAN_SQL.format(x=x)
 
 
 def _norm(x: str) -> str:

@@ -16,9 +16,14 @@ from __future__ import annotations
 
 import re
 
-# A row's text may be decided in SQL only when it is made of these characters.
-CLEAN_SQL = "NOT regexp_matches(coalesce({x}, ''), '[^\\t\\n\\f\\r -~]')"
-CLEAN_CHARS = re.compile(r"[\t\n\f\r -~]*")
+# A row's text may be decided in SQL only when it is made of [\t\n\f\r -~]: as many bytes as
+# characters (ASCII) and none of the other control characters (Python's str.split() and RE2
+# disagree on some). A scan per control character (memchr) costs a third of one regexp_matches
+# with a negated class. ``CLEAN_SQL.format(x=expression)``.
+_CONTROL = (*range(0, 9), 11, *range(14, 32), 127)
+_TEXT = "coalesce({x}, '')"
+CLEAN_SQL = (f"(strlen({_TEXT}) = length({_TEXT}) AND NOT ("
+             + " OR ".join(f"contains({_TEXT}, chr({c}))" for c in _CONTROL) + "))")
 
 _SAFE_ESCAPE_LETTERS = set("wWdDsSbBAntrf")
 
