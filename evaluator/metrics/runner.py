@@ -15,17 +15,20 @@ import orjson
 import pyarrow as pa
 
 from evaluator.judges import HeuristicJudge, Judge, JudgeVerdict, make_judge
-from evaluator.metrics.sql import trust_scores_sql
+from evaluator.metrics.sql import scores_from_features, stage_features
 from evaluator.metrics.trust import TrustScore, trust_score
 from evaluator.recompute import RUN_ROWS_SQL, response_input
 from evaluator.rules import Rules, load_rules
 from evaluator.run_lookup import run_id_for
-from evaluator.staging import RunChangedError, snapshot_run, staging_area
+from evaluator.staging import RunChangedError, attached, snapshot_run, staging_area
 from evaluator.store import atomic, connect, fetch_one
 from evaluator.types import ResponseInput
 
 METRIC = "trust_score"
 ENGINES = ("sql", "python")
+
+
+CACHE_INSERT_SQL = "INSERT OR REPLACE INTO judge_cache VALUES ($judge, $model, $prompt_hash, $reply, now())"
 
 
 class StoreJudgeCache:
@@ -34,7 +37,7 @@ class StoreJudgeCache:
 
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self.con = con
-        self.new: list[tuple[str, str, str, str]] = []
+        self.new: list[dict[str, str]] = []
 
     def get(self, judge: str, model: str, prompt_hash: str) -> str | None:
         row = fetch_one(self.con, "SELECT reply FROM judge_cache WHERE judge = $judge AND model = $model "
@@ -43,10 +46,9 @@ class StoreJudgeCache:
         return None if row is None else str(row[0])
 
     def put(self, judge: str, model: str, prompt_hash: str, reply: str) -> None:
-        self.con.execute(
-            "INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, now())", [judge, model, prompt_hash, reply]
-        )
-        self.new.append((judge, model, prompt_hash, reply))
+        row = {"judge": judge, "model": model, "prompt_hash": prompt_hash, "reply": reply}
+        self.con.execute(CACHE_INSERT_SQL, row)
+        self.new.append(row)
 
 
 @dataclass(frozen=True)
@@ -92,10 +94,11 @@ def compute_and_store(
 ) -> list[ProviderMetrics]:
     """TRUST-SCORE per provider of the run; one metric_results row each (+ per-response rows).
 
-    The store is held only to copy the run out and to append the results: the judging (an LLM
+    The store is held only to read the run and to append the results: the judging (an LLM
     judge may take minutes) reads the staging file (evaluator.staging). ``engine="sql"`` decides
-    the heuristic judge in DuckDB (evaluator.metrics.sql); ``"python"`` is the reference path
-    (and the only one for other judges)."""
+    the heuristic judge in DuckDB (evaluator.metrics.sql): its SQL reads the store in the read
+    window and stages only the features and the rows Python decides. ``"python"`` is the
+    reference path (and the only one for other judges): the whole run is copied out first."""
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
     with staging_area(db) as stage:
@@ -104,22 +107,27 @@ def compute_and_store(
             content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id})
             profile = fetch_one(con, "SELECT profile FROM runs WHERE run_id = $run", {"run": run_id})
             overrides = refused_overrides(con, run_id) if with_overrides else {}
-            snapshot_run(con, run_id, stage, extra={"judge_cache": ("SELECT * FROM judge_cache WHERE judge = $judge",
-                                                                    {"judge": judge})})
-        scon = stage.connect()
-        try:
-            cache = StoreJudgeCache(scon)
             options = dict(judge_options or {})
             if judge == "heuristic":  # the rules' lists, and the run's profile's own refusal phrases
                 options.setdefault("rules", rules)
                 run_rules = rules or load_rules()
                 if profile is not None and profile[0] in run_rules.profile_names:
                     options.setdefault("profile", profile[0])
-            judge_impl: Judge = make_judge(judge, cache=cache, **options)
-            if engine == "sql" and isinstance(judge_impl, HeuristicJudge):
-                in_sql = trust_scores_sql(scon, run_id, judge_impl, overrides, progress)
-                computed: list[tuple[str, TrustScore, list[int]]] = [(p, score, []) for p, score, _ in in_sql]
-                tables = _sql_score_tables(in_sql)
+            sql_judge = HeuristicJudge.from_rules(**options) if engine == "sql" and judge == "heuristic" else None
+            if sql_judge is not None:  # SQL only, on the store: cheaper than copying the run out (issue 16)
+                with attached(con, stage) as alias:
+                    stage_features(con, alias, run_id, sql_judge)
+            else:
+                snapshot_run(con, run_id, stage, extra={"judge_cache": (
+                    "SELECT * FROM judge_cache WHERE judge = $judge", {"judge": judge})})
+        scon = stage.connect()
+        try:
+            cache = StoreJudgeCache(scon)
+            judge_impl: Judge = sql_judge if sql_judge is not None else make_judge(judge, cache=cache, **options)
+            if sql_judge is not None:
+                scored = scores_from_features(scon, sql_judge, overrides, progress)
+                computed: list[tuple[str, TrustScore, list[int]]] = [(p, score, []) for p, score, _ in scored]
+                tables = _sql_score_tables(scored)
             else:
                 computed = _judge_and_score(scon, run_id, judge_impl, overrides, progress)
                 tables = _score_tables(computed)
@@ -130,7 +138,7 @@ def compute_and_store(
                 raise RunChangedError(f"run {run_name!r} was replaced or removed while its metrics were computed; "
                                       "nothing was written: run the command again")
             if cache.new:
-                con.executemany("INSERT OR REPLACE INTO judge_cache VALUES (?, ?, ?, ?, now())", cache.new)
+                con.executemany(CACHE_INSERT_SQL, cache.new)
             return _store(con, run_id, judge_impl, with_overrides, computed, tables)
 
 

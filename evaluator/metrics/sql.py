@@ -1,19 +1,21 @@
 """TRUST-SCORE with the heuristic judge, decided in DuckDB for a whole run (issue 16).
 
 SQL decides every response whose texts (answer, the question's gold aliases, the retrieved
-chunks) are clean ASCII (``evaluator.sql.re2.CLEAN_SQL``): on such text Python's
-``lower``, punctuation deletion, ``\\b`` and ``split`` equal the SQL below, and the judge's
-phrases and patterns run as RE2 when ``to_re2`` says they mean the same. Python decides the
-rest with the reference code (``evaluator.metrics.trust``, ``HeuristicJudge.judge``):
+chunks) are clean ASCII (``evaluator.sql.re2.CLEAN_SQL``): on such text the judge's phrases,
+patterns and ``trust.normalize`` run as RE2 with the same meaning (``judge_re2``). Python
+decides the rest with the reference code (``evaluator.metrics.trust``, ``HeuristicJudge.judge``):
 responses with other text, and the few clean answers a cheap SQL pre-filter of the fuzzy
 refusal flag lets through ("SQL proposes, Python decides"). The pure path
 (``engine="python"`` in the runner) stays the reference; tests prove both agree.
+
+Two steps, so the store is held only for SQL: ``stage_features`` runs in the read window on
+the store, writes each response's features into the attached staging file and copies there
+only the rows Python decides (copying the whole run cost more than deciding it);
+``scores_from_features`` then works on the staging file alone.
 """
 
 from __future__ import annotations
 
-import re
-import string
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,119 +23,103 @@ import duckdb
 import pyarrow as pa
 
 from evaluator.judges.heuristic import HeuristicJudge
+from evaluator.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, norm_sql, refusal_regex
 from evaluator.metrics.trust import TrustScore, answer_correctness, is_answerable, score_from_counts
 from evaluator.recompute import load_responses
-from evaluator.sql.re2 import CLEAN_SQL, to_re2
+from evaluator.sql.re2 import CLEAN_SQL
+from evaluator.store import quote_ident
 
 _PY_BATCH = 5_000
-_ASCII_WS = "[\\t\\n\\f\\r ]"
-_PUNCT_CLASS = "[" + "".join("\\" + c for c in string.punctuation) + "]"  # RE2: \ + punctuation is literal
-_WORD_CORE = "[A-Za-z0-9_'](?:.*[A-Za-z0-9_'])?"  # trust/heuristic word core on ASCII text
 
 
 def clean(expr: str) -> str:
     return "(" + CLEAN_SQL.format(x=expr) + ")"
 
 
-def norm(expr: str) -> str:
-    """``trust.normalize`` on clean ASCII text."""
-    no_punct = f"regexp_replace(lower({expr}), $punct_rx, '', 'g')"
-    no_articles = f"regexp_replace({no_punct}, $article_rx, ' ', 'g')"
-    return f"trim(regexp_replace({no_articles}, $ws_rx, ' ', 'g'))"
-
-
-def _literal_re2(text: str) -> str:
-    return "".join("\\" + c if c in string.punctuation else c for c in text)
-
-
-def refusal_parts(judge: HeuristicJudge) -> tuple[list[str], bool]:
-    """RE2 regexes whose match on a clean answer means refused, and whether they are the whole
-    phrase/pattern/abstention decision (False: some pattern must be run by Python)."""
-    regexes: list[str] = []
-    exact = True
-    phrases = judge.phrase_texts
-    if phrases and all(p.isascii() for p in phrases):  # a non-ASCII phrase may fold onto ASCII (K, ſ)
-        regexes.append("(?i:" + "|".join(_literal_re2(p) for p in phrases) + ")")
-    elif phrases:
-        exact = False
-    for rx in judge.regexes:
-        ignore_case = bool(rx.flags & re.IGNORECASE)
-        other = rx.flags & ~(re.IGNORECASE | re.UNICODE)
-        converted = None if other else to_re2(rx.pattern, ignore_case=ignore_case)
-        if converted is None:
-            exact = False
-        else:
-            regexes.append(converted)
-    return regexes, exact
-
-
-def _fuzzy_candidate(judge: HeuristicJudge, params: dict[str, Any]) -> tuple[str, str]:
-    """Necessary condition for the fuzzy flag match: some window of at most n+2 words holds at
-    least max(1, n // 2) of the flag's words (the judge's own pre-filter, over whole answers).
-    Returns the hit-position columns (h0, h1, ...) and the test over them."""
-    columns, tests = ["NULL AS h_none"], []
-    for k, words in enumerate(judge.flag_words):
-        n, need = len(words), max(1, len(words) // 2)
-        params[f"vocab{k}"] = sorted(set(words))
-        columns.append(f"list_filter(list_transform(words, lambda w, i: CASE WHEN list_contains($vocab{k}, w) "
-                       f"THEN i END), lambda x: x IS NOT NULL) AS h{k}")
-        tests.append(f"list_bool_or(list_transform(range(1, len(g.h{k}) - {need} + 2), "
-                     f"lambda j: g.h{k}[j + {need} - 1] - g.h{k}[j] <= {n + 1})) IS true")
-    return ", ".join(columns), " OR ".join(tests) if tests else "false"
-
-
 FEATURES_SQL = """
-CREATE OR REPLACE TABLE metric_features AS
-WITH resp AS (
-    SELECT r.response_id, r.provider, r.question_id, coalesce(r.answer, '') AS answer, r.answerable AS recorded,
-           coalesce(r.template = 'T3', false) OR coalesce(q.expected_template = 'T3', false) AS t3,
-           coalesce(from_json(q.gold_answers, '[{{"aliases":["VARCHAR"],"supported":"BOOLEAN"}}]'), []) AS gold
-    FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-    WHERE r.run_id = $run),
-chunk_norm AS (
-    SELECT c.chunk_key, {chunk_clean} AS clean, CASE WHEN {chunk_clean} THEN {chunk_norm} END AS text_norm
-    FROM chunks c WHERE c.chunk_key IN (SELECT rt.chunk_key FROM retrieved rt JOIN resp USING (response_id))),
-gated AS (
-    SELECT resp.*, {answer_clean}
-           AND list_bool_and(list_transform(flatten(list_transform(gold, lambda c: c.aliases)),
-                                            lambda a: {alias_clean})) IS NOT false
-           AND NOT EXISTS (SELECT 1 FROM retrieved rt JOIN chunk_norm cn ON cn.chunk_key = rt.chunk_key
-                           WHERE rt.response_id = resp.response_id AND NOT cn.clean) AS clean
-    FROM resp),
-claim AS (
-    SELECT response_id, i AS idx, gold[i].supported AS supported, gold[i].aliases AS aliases, answer
-    FROM (SELECT response_id, gold, answer, unnest(range(1, len(gold) + 1)) AS i FROM gated WHERE clean)),
-answer_norm AS (
-    SELECT response_id, ' ' || {answer_norm} || ' ' AS padded FROM gated WHERE clean AND len(gold) > 0),
-alias AS (
-    SELECT c.response_id, c.idx, c.supported, ' ' || n.needle || ' ' AS needle
-    FROM claim c, unnest(c.aliases) AS t(a), LATERAL (SELECT {alias_norm} AS needle) n
+CREATE OR REPLACE TABLE {into}metric_features AS
+WITH q AS (  -- each question once: its gold claims, and whether all their aliases are clean
+    SELECT question_id, coalesce(expected_template = 'T3', false) AS t3, gold,
+           list_bool_and(list_transform(flatten(list_transform(gold, lambda c: c.aliases)),
+                                        lambda a: {alias_clean})) IS NOT false AS gold_clean
+    FROM (SELECT question_id, expected_template,
+                 coalesce(from_json(gold_answers, '[{{"aliases":["VARCHAR"],"supported":"BOOLEAN"}}]'), []) AS gold
+          FROM questions WHERE run_id = $run)),
+q_claim AS (
+    SELECT question_id, i AS idx, gold[i].supported AS supported, gold[i].aliases AS aliases
+    FROM (SELECT question_id, gold, unnest(range(1, len(gold) + 1)) AS i FROM q WHERE gold_clean)),
+q_alias AS (  -- each alias normalised once per question, not once per response
+    SELECT c.question_id, c.idx, c.supported, ' ' || n.needle || ' ' AS needle
+    FROM q_claim c, unnest(c.aliases) AS t(a), LATERAL (SELECT {alias_norm} AS needle) n
     WHERE n.needle <> ''),
-in_answer AS (
-    SELECT a.response_id, a.idx FROM alias a JOIN answer_norm an USING (response_id)
-    WHERE contains(an.padded, a.needle) GROUP BY ALL),
-in_retrieved AS (
-    SELECT a.response_id, a.idx FROM alias a
-    JOIN retrieved rt ON rt.response_id = a.response_id JOIN chunk_norm cn ON cn.chunk_key = rt.chunk_key
+q_needles AS (SELECT question_id, list({{'idx': idx, 'needle': needle}}) AS needles FROM q_alias GROUP BY ALL),
+answers AS (
+    -- The one pass over the answer texts. What later steps need is derived here and the text
+    -- dropped: the normalised answer lives only inside this projection (kept as a column it was
+    -- materialised and joined: half of the 700 MB peak at 200k responses).
+    SELECT * EXCLUDE (padded, needles),
+           list_transform(list_filter(needles, lambda n: contains(padded, n.needle)), lambda n: n.idx) AS found
+    FROM (SELECT * EXCLUDE (answer),
+                 CASE WHEN answer_clean AND NOT answer_refused THEN {candidate} ELSE false END AS answer_candidate,
+                 -- AC_q needs the answer only when it can be answerable (a recorded false is not)
+                 CASE WHEN answer_clean AND len(needles) > 0 AND recorded IS NOT false
+                      THEN ' ' || {answer_norm} || ' ' END AS padded
+          FROM (SELECT *, CASE WHEN answer_clean THEN {refused} END AS answer_refused
+                FROM (SELECT r.response_id, r.provider, r.question_id, coalesce(r.answer, '') AS answer,
+                             r.answerable AS recorded, coalesce(r.template = 'T3', false) OR q.t3 AS t3,
+                             len(q.gold) AS n_gold, q.gold_clean, {answer_clean} AS answer_clean, qn.needles
+                      FROM responses r JOIN q USING (question_id) LEFT JOIN q_needles qn USING (question_id)
+                      WHERE r.run_id = $run)))),
+run_ids AS (SELECT response_id FROM responses WHERE run_id = $run),
+chunk_norm AS (  -- each chunk of the run once (looked up by key: 10k chunks, not 900k retrieved rows)
+    SELECT c.chunk_key, {chunk_clean} AS clean, CASE WHEN {chunk_clean} THEN {chunk_norm} END AS text_norm
+    FROM chunks c
+    WHERE c.chunk_key IN (SELECT DISTINCT chunk_key FROM retrieved WHERE response_id IN (SELECT * FROM run_ids))),
+dirty AS (  -- responses with a retrieved chunk SQL cannot read like Python
+    SELECT DISTINCT rt.response_id FROM retrieved rt JOIN chunk_norm cn USING (chunk_key)
+    WHERE NOT cn.clean AND rt.response_id IN (SELECT * FROM run_ids)),
+gated AS (
+    SELECT a.*, a.answer_clean AND a.gold_clean AND a.response_id NOT IN (SELECT response_id FROM dirty) AS clean
+    FROM answers a),
+gold_chunks AS MATERIALIZED (  -- (response, its question, a retrieved chunk) for gold rows: narrow
+    SELECT rt.response_id, g.question_id, rt.chunk_key
+    FROM retrieved rt
+    JOIN (SELECT response_id, question_id FROM gated WHERE clean AND n_gold > 0) g USING (response_id)),
+in_retrieved AS (  -- claims without a supported flag: does an alias occur in a retrieved chunk?
+    -- Materialised above, the run's rows meet the chunk texts only here, where both other sides
+    -- are small (aliases per question, the run's chunks): a chunk text in a hash table of
+    -- retrieved rows took 1.4 GB at 1M responses.
+    SELECT gc.response_id, a.idx
+    FROM gold_chunks gc JOIN q_alias a ON a.question_id = gc.question_id JOIN chunk_norm cn USING (chunk_key)
     WHERE a.supported IS NULL AND contains(' ' || cn.text_norm || ' ', a.needle) GROUP BY ALL),
 claim_counts AS (
-    SELECT c.response_id,
+    SELECT g.response_id,
            count(*) FILTER (WHERE coalesce(c.supported, r.idx IS NOT NULL)) AS n_supported,
-           count(*) FILTER (WHERE coalesce(c.supported, r.idx IS NOT NULL) AND a.idx IS NOT NULL) AS n_found
-    FROM claim c LEFT JOIN in_retrieved r USING (response_id, idx) LEFT JOIN in_answer a USING (response_id, idx)
-    GROUP BY c.response_id)
-SELECT g.response_id, g.provider, g.question_id, g.clean,
-       CASE WHEN g.clean THEN {refused} END AS sql_refused,
-       g.clean AND NOT ({refused}) AND ({candidate}) AS candidate,
-       CASE WHEN g.clean THEN coalesce(g.recorded, CASE WHEN len(g.gold) > 0 THEN coalesce(cc.n_supported, 0) > 0
+           count(*) FILTER (WHERE coalesce(c.supported, r.idx IS NOT NULL) AND list_contains(g.found, c.idx))
+               AS n_found
+    FROM gated g JOIN q_claim c USING (question_id) LEFT JOIN in_retrieved r USING (response_id, idx)
+    WHERE g.clean GROUP BY g.response_id)
+SELECT g.response_id, g.provider, g.question_id, g.clean, CASE WHEN g.clean THEN g.answer_refused END AS sql_refused,
+       g.clean AND g.answer_candidate AS candidate,
+       CASE WHEN g.clean THEN coalesce(g.recorded, CASE WHEN g.n_gold > 0 THEN coalesce(cc.n_supported, 0) > 0
                                                         ELSE NOT g.t3 END) END AS answerable,
        coalesce(cc.n_supported, 0) AS n_supported, coalesce(cc.n_found, 0) AS n_found
-FROM (SELECT *, {hits} FROM (
-        SELECT *, list_filter(list_transform(string_split_regex(lower(answer), $ws_rx),
-                                             lambda t: regexp_extract(t, $core_rx, 0)), lambda w: w <> '') AS words
-        FROM gated)) g
-LEFT JOIN claim_counts cc USING (response_id)
+FROM gated g LEFT JOIN claim_counts cc USING (response_id)
 """
+
+# The rows Python decides, copied from the store into the staging file ({stage}: its alias) in
+# this order (each later one follows the responses copied), in response order as snapshot_run does.
+PYTHON_ROWS = "SELECT response_id FROM {stage}.metric_features WHERE NOT clean OR candidate"
+COPY_FOR_PYTHON = (
+    ("runs", "SELECT * FROM runs WHERE run_id = $run"),
+    ("responses", f"SELECT * FROM responses WHERE run_id = $run AND response_id IN ({PYTHON_ROWS}) "
+                  "ORDER BY response_id"),
+    ("questions", "SELECT * FROM questions WHERE run_id = $run "
+                  "AND question_id IN (SELECT question_id FROM {stage}.responses)"),
+    ("retrieved", "SELECT * FROM retrieved WHERE response_id IN (SELECT response_id FROM {stage}.responses) "
+                  "ORDER BY response_id, rank"),
+    ("chunks", "SELECT * FROM chunks WHERE chunk_key IN (SELECT chunk_key FROM {stage}.retrieved)"),
+)
 
 ROWS_SQL = """
 CREATE OR REPLACE TABLE metric_rows AS
@@ -156,36 +142,58 @@ FROM metric_rows GROUP BY provider
 """
 
 
-def features_sql(judge: HeuristicJudge) -> tuple[str, dict[str, Any], bool]:
-    """The statement building ``metric_features``, its parameters (regexes bound), and whether
-    the phrase/pattern decision is exact in SQL."""
-    regexes, exact = refusal_parts(judge)
-    params: dict[str, Any] = {"punct_rx": _PUNCT_CLASS, "article_rx": r"\b(a|an|the)\b",
-                              "ws_rx": _ASCII_WS + "+", "core_rx": _WORD_CORE}
-    tests = []
-    for k, rx in enumerate(regexes):
-        params[f"rx{k}"] = rx
-        tests.append(f"regexp_matches(g.answer, $rx{k})")
-    if judge.empty_is_refusal:
-        tests.append("NOT regexp_matches(g.answer, '[^\\t\\n\\f\\r ]')")
-    refused = " OR ".join(tests) if tests else "false"
-    hits, candidate = _fuzzy_candidate(judge, params)
-    if not exact:  # some pattern only Python can run: Python judges every answer SQL did not refuse
-        candidate = "true"
+def _re2_compiles(con: duckdb.DuckDBPyConnection, regex: str) -> bool:
+    """Whether DuckDB's RE2 takes the regex (it counts repetitions to 1,000 at most: a fuzzy flag
+    of 2,000 words; a huge rules file may exceed its program size)."""
+    try:
+        con.execute("SELECT regexp_matches('', $rx)", {"rx": regex}).fetchall()
+    except duckdb.Error:
+        return False
+    return True
+
+
+def features_sql(judge: HeuristicJudge, con: duckdb.DuckDBPyConnection, *, into: str = ""
+                 ) -> tuple[str, dict[str, Any], bool]:
+    """The statement building ``{into}metric_features`` (``into``: a quoted catalog alias and a
+    dot, or "" for the connection's own), its parameters (regexes bound), and whether the
+    phrase/pattern decision is exact in SQL (``con`` only checks the regexes compile)."""
+    refusal, exact = refusal_regex(judge)
+    params: dict[str, Any] = dict(NORM_PARAMS)
+    refused = "false"
+    if refusal is not None and _re2_compiles(con, refusal):
+        params["refusal_rx"] = refusal
+        refused = "regexp_matches(answer, $refusal_rx)"
+    elif refusal is not None:
+        exact = False
+    fuzzy = fuzzy_prefilter(judge)
+    candidate = "false"
+    if not exact or (fuzzy is not None and not _re2_compiles(con, fuzzy)):
+        candidate = "true"  # Python judges every clean answer SQL did not refuse
+    elif fuzzy is not None:
+        params["fuzzy_rx"] = fuzzy
+        candidate = "regexp_matches(answer, $fuzzy_rx)"
     sql = FEATURES_SQL.format(
-        chunk_clean=clean("c.text"), chunk_norm=norm("c.text"), answer_clean=clean("answer"),
-        alias_clean=clean("a"), answer_norm=norm("answer"), alias_norm=norm("t.a"),
-        refused=refused, candidate=candidate, hits=hits)
+        into=into, chunk_clean=clean("c.text"), chunk_norm=norm_sql("c.text"), answer_clean=clean("r.answer"),
+        alias_clean=clean("a"), answer_norm=norm_sql("answer"), alias_norm=norm_sql("t.a"),
+        refused=refused, candidate=candidate)
     return sql, params, exact
 
 
-def trust_scores_sql(con: duckdb.DuckDBPyConnection, run_id: int, judge: HeuristicJudge,
-                     overrides: dict[int, bool],
-                     progress: Callable[[int], None] | None = None) -> list[tuple[str, TrustScore, pa.Table]]:
-    """(provider, score, its per-response rows as Arrow) for every provider of the run, sorted.
-    The score's ``rows`` is empty: the rows stay in DuckDB and in the Arrow table."""
-    sql, params, _exact = features_sql(judge)
+def stage_features(con: duckdb.DuckDBPyConnection, stage: str, run_id: int, judge: HeuristicJudge) -> None:
+    """On the store (read window): the run's features into the staging file attached as
+    ``stage`` (quoted alias), and the rows Python decides (with their questions, retrieved
+    items and chunks) copied there too."""
+    sql, params, _exact = features_sql(judge, con, into=f"{stage}.")
     con.execute(sql, {"run": run_id, **params})
+    for table, select in COPY_FOR_PYTHON:
+        select = select.format(stage=stage)
+        con.execute(f"INSERT INTO {stage}.{quote_ident(table)} {select}", {"run": run_id} if "$run" in select else {})
+
+
+def scores_from_features(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge, overrides: dict[int, bool],
+                         progress: Callable[[int], None] | None = None) -> list[tuple[str, TrustScore, pa.Table]]:
+    """(provider, score, its per-response rows as Arrow) for every provider in ``metric_features``,
+    sorted. The score's ``rows`` is empty: the rows stay in DuckDB and in the Arrow table."""
     dup = con.execute("SELECT provider, question_id FROM metric_features GROUP BY ALL HAVING count(*) > 1 "
                       "LIMIT 1").fetchall()
     if dup:
