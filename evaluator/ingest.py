@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,12 +15,15 @@ from typing import Any
 import duckdb
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from evaluator import search_index
 from evaluator.formats import Label, PeerRun, read_peer
 from evaluator.formats.column_map import apply_map, parse_map
 from evaluator.formats.detect import json_format
 from evaluator.formats.peer import context_id
+from evaluator.ingest_fast import Known, add_plain_record, answer_hash
+from evaluator.ingest_parallel import read_plain_jsonl
 from evaluator.readers import (
     PEER_FORMATS,
     InputError,
@@ -30,7 +37,8 @@ from evaluator.readers import (
 )
 from evaluator.results import write_evaluation_counts, write_response_results
 from evaluator.rules import load_rules
-from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
+from evaluator.staging import Stage, copy_back, staging_area
+from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id, quote_ident, quote_literal
 from evaluator.types import CHECK_NAMES
 
 TEMPLATES = ("T1", "T2", "T3")
@@ -52,12 +60,13 @@ RECORDED_REASON = "recorded by the source evaluator"
 
 RESPONSE_SCHEMA = pa.schema([
     ("row", pa.int64()), ("question_id", pa.string()), ("provider", pa.string()), ("model", pa.string()),
-    ("answer", pa.string()), ("template", pa.string()), ("classification", pa.string()),
+    ("answer", pa.string()), ("answer_hash", pa.string()), ("template", pa.string()), ("classification", pa.string()),
     ("answerable", pa.bool_()), ("comment", pa.string()), ("outcome", pa.string()), ("metadata", pa.string()),
     ("source_line", pa.int64())])
 RETRIEVED_SCHEMA = pa.schema(
     [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())])
 CHUNK_SCHEMA = pa.schema([("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())])
+RECORDED_SCHEMA = pa.schema([("row", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string())])
 ANNOTATION_SCHEMA = pa.schema([
     ("row", pa.int64()), ("annotator", pa.string()), ("label", pa.string()), ("value", pa.string()),
     ("value_num", pa.float64()), ("reason", pa.string()), ("created_us", pa.int64())])
@@ -82,6 +91,7 @@ class Columns:
     labels: list[Label] = field(default_factory=list)
     response_batches: list[pa.RecordBatch] = field(default_factory=list)
     retrieved_batches: list[pa.RecordBatch] = field(default_factory=list)
+    recorded_tables: list[pa.Table] = field(default_factory=list)  # read in parallel (ingest_parallel)
     n_responses: int = 0
     any_template: bool = False
 
@@ -93,6 +103,11 @@ class Columns:
                 batches.append(pa.RecordBatch.from_pydict(buffer, schema=schema))
                 for values in buffer.values():
                     values.clear()
+
+    def recorded_table(self) -> pa.Table:
+        """Every recorded verdict: (row, check_name, verdict)."""
+        tables = [*self.recorded_tables, pa.table(self.recorded, schema=RECORDED_SCHEMA)]
+        return pa.concat_tables(tables)
 
 
 @dataclass(frozen=True)
@@ -127,11 +142,13 @@ class PreparedRun:
 def prepare_run(
     path: str | Path, *, name: str | None = None, fmt: str | None = None, profile: str | None = None,
     progress: bool = False, column_map: str | dict[str, str] | None = None, rules: str | Path | None = None,
+    fast: bool = True,
 ) -> PreparedRun:
     """Read and validate a run file without touching any store. `fmt`: one of readers.ALL_FORMATS
     (default: from the extension, and for JSON from the content); `column_map`: "field=column,..."
     (JSONL, CSV, Parquet, JSON lists); `rules`: the rules file whose profiles are allowed (default:
-    the shipped rules). Raises InputError."""
+    the shipped rules); `fast=False`: every record through the full validation (the reference the
+    quick pass of evaluator.ingest_fast is tested against). Raises InputError."""
     path = Path(path)
     require_regular_file(path)  # a FIFO or /dev/zero first: it would block or never end
     fmt = detect_format(path, fmt)
@@ -164,12 +181,20 @@ def prepare_run(
         records = read_records(path, fmt, digest, long_csv=mapping is not None)
     if mapping is not None:
         records = apply_map(path, records, mapping, default_provider=run_name)
-    columns = _collect(path, records, progress=progress, peer=peer)
+    # A large plain JSONL file is read by worker processes; anything else, or anything they do not
+    # take (then the messages come from here), is read in this process.
+    parallel = None
+    if fast and fmt == "jsonl" and mapping is None:
+        parallel = read_plain_jsonl(path, new_bar=lambda: _progress_bar(progress, path))
+    if parallel is not None:
+        columns, content_hash = parallel
+    else:
+        columns, content_hash = _collect(path, records, progress=progress, peer=peer, fast=fast), None
     if profile is None:
         has_templates = columns.any_template or any(columns.questions["expected_template"])
         profile = TEMPLATED_PROFILE if has_templates and TEMPLATED_PROFILE in profiles else (
             GENERIC_PROFILE if GENERIC_PROFILE in profiles else FALLBACK_PROFILE)
-    return PreparedRun(path, fmt, run_name, profile, digest.hexdigest(), columns)
+    return PreparedRun(path, fmt, run_name, profile, content_hash or digest.hexdigest(), columns)
 
 
 def _profile_names(path: Path, rules: str | Path | None) -> tuple[str, ...]:
@@ -205,50 +230,78 @@ STAGED_RUN_ID = 0  # the run's id in the staging file; the store's sequence give
 def store_run_staged(
     db: str | os.PathLike[str] | None, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
 ) -> IngestResult:
-    """Store a prepared run as store_run does, holding the store only for the final copy: the run's
-    tables (answer hashes, JSON columns, recorded verdicts and their counts) are built in a staging
-    file first (evaluator.staging), then copied in with the store's ids in one transaction."""
-    from evaluator.staging import attached, copy_back, staging_area
-
-    with staging_area(db) as stage:
-        scon = stage.connect()
-        try:
-            with atomic(scon):
-                scon.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
-                             [STAGED_RUN_ID, run.name, str(run.path), run.fmt, run.content_hash, run.profile,
-                              run.n_responses])
-                _load(scon, STAGED_RUN_ID, run.columns)  # an empty file: response ids from 1
-            staged_evaluations = [int(row[0]) for row in scon.execute(
-                "SELECT evaluation_id FROM evaluations ORDER BY evaluation_id").fetchall()]
-        finally:
-            scon.close()
-        with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):
+    """Store a prepared run as store_run does, holding the store only for the writing: what is
+    derived from the run (questions' JSON columns, recorded verdicts, their outcomes and counts)
+    is built in a staging file (evaluator.staging) from the responses without their answers,
+    and copied in with the store's ids in one transaction, where the responses and their
+    retrieved items are written straight from the prepared buffers. (Staging them too cost as
+    much again as writing them: DuckDB compresses the answers each time.) The staging file is
+    built on a thread of its own while the answers are written, which takes longer."""
+    with staging_area(db) as stage, ThreadPoolExecutor(max_workers=1, thread_name_prefix="staging") as thread:
+        staging = thread.submit(_stage_derived, stage, run)
+        with connect(db) as con, contextlib.ExitStack() as staged_file, atomic(con):
             replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
             ids = {"run": next_id(con, "run_ids"), "offset": _first_response_id(con) - 1}
-            moved_response = "response_id + $offset"
-            copy_back(con, alias, "runs", params=ids, replace={"run_id": "$run"})
-            copy_back(con, alias, "questions", params=ids, replace={"run_id": "$run"})
-            copy_back(con, alias, "responses", params=ids, replace={"run_id": "$run", "response_id": moved_response})
-            copy_back(con, alias, "retrieved", params=ids, replace={"response_id": moved_response})
-            copy_back(con, alias, "labels", params=ids, replace={"run_id": "$run"})
-            copy_back(con, alias, "annotations", params=ids, replace={
-                "annotation_id": "nextval('annotation_ids')", "response_id": moved_response})
-            con.execute(f"""INSERT INTO chunks SELECT n.* FROM {alias}.chunks n
-                            WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)""")
-            for staged in staged_evaluations:
-                where = {**ids, "staged": staged, "evaluation": next_id(con, "evaluation_ids")}
-                copy_back(con, alias, "evaluations", "evaluation_id = $staged", where,
-                          replace={"evaluation_id": "$evaluation", "run_id": "$run"})
-                for table in ("check_results", "response_results"):
-                    copy_back(con, alias, table, "evaluation_id = $staged", where,
-                              replace={"evaluation_id": "$evaluation", "response_id": moved_response})
-                copy_back(con, alias, "evaluation_counts", "evaluation_id = $staged", where,
-                          replace={"evaluation_id": "$evaluation"})
+            _load_responses(con, ids["run"], ids["offset"] + 1, run.columns)
+            staged_evaluations = staging.result()
+            alias = staged_file.enter_context(_attached_in_transaction(con, stage))
+            _copy_staged(con, alias, ids, staged_evaluations)
             if replaced_run_id is not None:
                 _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
                 _move_typed_annotations(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
                 delete_run(con, replaced_run_id)
     return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
+
+
+@contextlib.contextmanager
+def _attached_in_transaction(con: duckdb.DuckDBPyConnection, stage: Stage) -> Iterator[str]:
+    """The staging file attached read-only (it is built and closed by now) inside the caller's
+    transaction, under a fresh alias; detached once the transaction is over (DuckDB detaches no
+    database a transaction has read from), if it is still there (a rollback takes the ATTACH
+    back too). staging.attached attaches before the transaction begins, too early here."""
+    alias = quote_ident(f"stage_{uuid.uuid4().hex[:12]}")
+    con.execute(f"ATTACH {quote_literal(str(stage.path))} AS {alias} (READ_ONLY)")
+    try:
+        yield alias
+    finally:
+        con.execute(f"DETACH DATABASE IF EXISTS {alias}")
+
+
+def _stage_derived(stage: Stage, run: PreparedRun) -> list[int]:
+    """Build what is derived from the run in the staging file; its evaluations' ids there."""
+    scon = stage.connect()
+    try:
+        with atomic(scon):
+            scon.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
+                         [STAGED_RUN_ID, run.name, str(run.path), run.fmt, run.content_hash, run.profile,
+                          run.n_responses])
+            _load(scon, STAGED_RUN_ID, run.columns, answers=False)  # an empty file: response ids from 1
+        return [int(row[0]) for row in scon.execute(
+            "SELECT evaluation_id FROM evaluations ORDER BY evaluation_id").fetchall()]
+    finally:
+        scon.close()
+
+
+def _copy_staged(con: duckdb.DuckDBPyConnection, alias: str, ids: dict[str, int], staged_evaluations: list[int]
+                 ) -> None:
+    """The staged tables into the store, with the store's ids (inside the caller's transaction)."""
+    moved_response = "response_id + $offset"
+    copy_back(con, alias, "runs", params=ids, replace={"run_id": "$run"})
+    copy_back(con, alias, "questions", params=ids, replace={"run_id": "$run"})
+    copy_back(con, alias, "labels", params=ids, replace={"run_id": "$run"})
+    copy_back(con, alias, "annotations", params=ids, replace={
+        "annotation_id": "nextval('annotation_ids')", "response_id": moved_response})
+    con.execute(f"""INSERT INTO chunks SELECT n.* FROM {alias}.chunks n
+                    WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)""")
+    for staged in staged_evaluations:
+        where = {**ids, "staged": staged, "evaluation": next_id(con, "evaluation_ids")}
+        copy_back(con, alias, "evaluations", "evaluation_id = $staged", where,
+                  replace={"evaluation_id": "$evaluation", "run_id": "$run"})
+        for table in ("check_results", "response_results"):
+            copy_back(con, alias, table, "evaluation_id = $staged", where,
+                      replace={"evaluation_id": "$evaluation", "response_id": moved_response})
+        copy_back(con, alias, "evaluation_counts", "evaluation_id = $staged", where,
+                  replace={"evaluation_id": "$evaluation"})
 
 
 def ingest_file(
@@ -367,7 +420,8 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
         con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
 
 
-def _collect(path: Path, records: Any, *, progress: bool, peer: PeerRun | None = None) -> Columns:
+def _collect(path: Path, records: Any, *, progress: bool, peer: PeerRun | None = None, fast: bool = True) -> Columns:
+    """`fast`: plain records take ingest_fast's quick pass (False: every record the full validation)."""
     cols = Columns()
     annotations = peer.annotations if peer is not None else {}
     if peer is not None:
@@ -377,10 +431,13 @@ def _collect(path: Path, records: Any, *, progress: bool, peer: PeerRun | None =
     chunk_keys: dict[tuple[str, str], str] = {}
     bar = _progress_bar(progress, path)
     where = str(path)
+    known = known_to_ingest()
     for row, (line_no, record) in enumerate(records):
         if bar is not None and row % 5000 == 0:
             bar.update(5000 if row else 0)
-        _add_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys)
+        if not (fast and add_plain_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys,
+                                          known)):
+            _add_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys)
         if annotations and line_no in annotations:
             _add_annotations(row, annotations[line_no], cols)
         if (row + 1) % BATCH_ROWS == 0:
@@ -391,6 +448,11 @@ def _collect(path: Path, records: Any, *, progress: bool, peer: PeerRun | None =
     if not cols.n_responses:
         raise InputError(where, None, None, "the file is empty: no responses to ingest")
     return cols
+
+
+def known_to_ingest() -> Known:
+    """What ingest_fast's quick pass checks records against."""
+    return Known(frozenset(KNOWN_FIELDS), frozenset(CHECK_NAMES), _add_question)
 
 
 def _progress_bar(progress: bool, path: Path) -> Any:
@@ -440,6 +502,7 @@ def _add_record(
     responses["provider"].append(provider)
     responses["model"].append(optional["model"])
     responses["answer"].append(answer)
+    responses["answer_hash"].append(answer_hash(answer))
     responses["template"].append(template)
     responses["classification"].append(optional["classification"])
     responses["answerable"].append(answerable)
@@ -675,25 +738,20 @@ def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
                                 "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
 
 
-def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
-    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT."""
+def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers: bool = True) -> None:
+    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT. `answers=False`:
+    the responses without their answers and metadata, and no retrieved items (a staging file
+    derives the rest from them; store_run_staged writes those straight into the store)."""
     base = _first_response_id(con)
-    new_responses = pa.Table.from_batches(cols.response_batches, schema=RESPONSE_SCHEMA)
     new_questions = pa.table(cols.questions)
-    new_retrieved = pa.Table.from_batches(cols.retrieved_batches, schema=RETRIEVED_SCHEMA)
     new_chunks = pa.table(cols.chunks, schema=CHUNK_SCHEMA)
-    con.register("new_responses", new_responses)
     con.register("new_questions", new_questions)
-    con.register("new_retrieved", new_retrieved)
     con.register("new_chunks", new_chunks)
     try:
-        con.execute(
-            """INSERT INTO responses
-               SELECT ? + "row", ?, question_id, provider, model, answer, sha256(answer), template,
-                      classification, answerable, comment, outcome, metadata::JSON, source_line
-               FROM new_responses""",
-            [base, run_id],
-        )
+        if answers:
+            _load_responses(con, run_id, base, cols)
+        else:
+            _load_narrow_responses(con, run_id, base, cols)
         con.execute(
             """INSERT INTO questions
                SELECT ?, question_id, question, expected_template, expected_routing,
@@ -706,26 +764,62 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
                SELECT n.chunk_key, n.chunk_id, n.text FROM new_chunks n
                WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)"""
         )
-        con.execute('INSERT INTO retrieved SELECT ? + "row", rank, chunk_key, score FROM new_retrieved', [base])
-        if cols.recorded["row"]:
-            _load_recorded(con, run_id, base, cols)
+        recorded = cols.recorded_table()
+        if recorded.num_rows:
+            _load_recorded(con, run_id, base, recorded)
         if cols.labels or cols.annotations["row"]:
             _load_annotations(con, run_id, base, cols)
     finally:
-        for view in ("new_responses", "new_questions", "new_retrieved", "new_chunks"):
+        for view in ("new_questions", "new_chunks"):
             con.unregister(view)
 
 
-def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+    """The responses (ids from `base` on) and their retrieved items."""
+    con.register("new_responses", pa.Table.from_batches(cols.response_batches, schema=RESPONSE_SCHEMA))
+    con.register("new_retrieved", pa.Table.from_batches(cols.retrieved_batches, schema=RETRIEVED_SCHEMA))
+    try:
+        con.execute(
+            """INSERT INTO responses
+               SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
+                      classification, answerable, comment, outcome, metadata::JSON, source_line
+               FROM new_responses""",
+            {"base": base, "run": run_id},
+        )
+        con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
+                    {"base": base})
+    finally:
+        con.unregister("new_responses")
+        con.unregister("new_retrieved")
+
+
+def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+    """The responses with empty answers and no metadata: what a run's evaluations are derived from."""
+    narrow = pa.Table.from_batches(cols.response_batches, schema=RESPONSE_SCHEMA).select(
+        ["row", "question_id", "provider", "template", "source_line"])
+    con.register("new_responses", narrow)
+    try:
+        con.execute(
+            """INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash, template,
+                                      source_line)
+               SELECT $base + "row", $run, question_id, provider, '', '', template, source_line
+               FROM new_responses""",
+            {"base": base, "run": run_id},
+        )
+    finally:
+        con.unregister("new_responses")
+
+
+def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recorded: pa.Table) -> None:
     """Recorded verdicts become an evaluation of ruleset 'recorded', like any recomputation."""
     evaluation_id = next_id(con, "evaluation_ids")
-    n = len(set(cols.recorded["row"]))  # a response without any recorded verdict was not evaluated
+    n = pc.count_distinct(recorded["row"]).as_py()  # a response without any recorded verdict was not evaluated
     con.execute(
         "INSERT INTO evaluations (evaluation_id, run_id, ruleset, created_at, n_responses) "
         "VALUES (?, ?, 'recorded', now(), ?)",
         [evaluation_id, run_id, n],
     )
-    con.register("new_recorded", pa.table(cols.recorded))
+    con.register("new_recorded", recorded)
     try:
         # Every response with recorded verdicts gets the six checks; one the file did not record is
         # N/A, said so. Responses with none are left out rather than counted as passing.

@@ -7,13 +7,16 @@ problem is raised as InputError naming the file, line/row and field.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import itertools
 import json
 import os
+import queue
 import re
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,9 +140,9 @@ def _jsonl_lines(path: Path, digest: Any) -> Iterator[tuple[int, int, bytes]]:
     trailing "\r" is JSON whitespace): str.splitlines() would also split at U+2028, U+2029 and
     NEL, which JSON strings may hold raw."""
     line_no, offset, carry = 0, 0, b""
-    with path.open("rb") as handle:
+    with path.open("rb") as handle, _hashed_aside(digest) as hash_block:
         while block := handle.read(BLOCK_SIZE):
-            digest.update(block)
+            hash_block(block)
             lines = (carry + block if carry else block).split(b"\n")
             carry = lines.pop()
             for line in lines:
@@ -148,6 +151,26 @@ def _jsonl_lines(path: Path, digest: Any) -> Iterator[tuple[int, int, bytes]]:
                 offset += len(line) + 1
     if carry:
         yield line_no + 1, offset, carry
+
+
+@contextlib.contextmanager
+def _hashed_aside(digest: Any) -> Iterator[Any]:
+    """A function that feeds blocks to `digest` in order on a thread of its own (hashlib lets go
+    of the GIL for large blocks, so the file's hash costs no time beside parsing); every block is
+    in the digest when the block ends. At most two blocks wait."""
+    blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
+
+    def feed() -> None:
+        while (block := blocks.get()) is not None:
+            digest.update(block)
+
+    worker = threading.Thread(target=feed, name="digest", daemon=True)
+    worker.start()
+    try:
+        yield blocks.put
+    finally:
+        blocks.put(None)
+        worker.join()
 
 
 def _read_jsonl(path: Path, digest: Any) -> Iterator[tuple[int, Record]]:
@@ -191,12 +214,15 @@ def duplicate_key(raw: bytes | str, parsed: Any) -> DuplicateKey | None:
     """The first key `raw` names twice in one object (orjson keeps the last one without a
     word), or None; `parsed` is what orjson made of `raw`.
 
-    Cheap for the usual record: every key in `raw` is followed by one `:` outside strings, so
+    Cheap for the usual line of a file: as many colons as orjson writes for `parsed`
+    (`_kept_every_key`). Else: every key in `raw` is followed by one `:` outside strings, so
     when `raw` holds no more colons than `parsed` holds keys, no key came twice. Colons in the
     text spoil that count; then `":` is counted instead (an upper bound on keys when no key is
     spaced from its colon). Only a record that still shows too many keys, a duplicate or a
     quoted `":` in its text, is parsed again, slowly (json, keeping every pair)."""
     if type(parsed) is not dict and type(parsed) is not list:
+        return None
+    if isinstance(raw, bytes) and _kept_every_key(raw, parsed):
         return None
     n_keys = _count_keys(parsed)
     if isinstance(raw, bytes):
@@ -205,6 +231,24 @@ def duplicate_key(raw: bytes | str, parsed: Any) -> DuplicateKey | None:
     elif raw.count(":") == n_keys or (raw.count('":') == n_keys and _SPACED_KEY_STR.search(raw) is None):
         return None
     return _find_duplicate_key(raw)
+
+
+def _kept_every_key(raw: bytes, parsed: Any) -> bool:
+    """True when `parsed` holds every key `raw` names (so none came twice), told without walking it.
+
+    A colon in JSON text is either a key's separator (one a key, whatever the spacing) or a
+    character of a string, written as itself unless escaped (\\u003a). Without \\u escapes in
+    `raw`, its colons are its keys plus its strings' colons, and orjson's own text of `parsed`
+    holds the same for what was kept: a key named twice loses a pair, at least one colon, so
+    equal counts mean no key came twice. Otherwise (or when orjson cannot write `parsed` back,
+    over 254 levels) the caller looks the slow way."""
+    if b"\\" in raw and b"\\u" in raw:
+        return False
+    try:
+        written = orjson.dumps(parsed)
+    except orjson.JSONEncodeError:
+        return False
+    return raw.count(b":") == written.count(b":")
 
 
 def _count_keys(value: Any) -> int:
