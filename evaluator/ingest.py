@@ -212,10 +212,7 @@ def store_run(
     with atomic(con):
         replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
         run_id = next_id(con, "run_ids")
-        con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
-            [run_id, run.name, str(run.path), run.fmt, run.content_hash, run.profile, run.n_responses],
-        )
+        con.execute(INSERT_RUN_SQL, _run_row(run_id, run))
         _load(con, run_id, run.columns)
         if replaced_run_id is not None:
             _move_overrides(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
@@ -267,14 +264,21 @@ def _attached_in_transaction(con: duckdb.DuckDBPyConnection, stage: Stage) -> It
         con.execute(f"DETACH DATABASE IF EXISTS {alias}")
 
 
+INSERT_RUN_SQL = """INSERT INTO runs VALUES ($run, $name, $path, $format, $content_hash, $profile, now(),
+                                          $n_responses, NULL)"""
+
+
+def _run_row(run_id: int, run: PreparedRun) -> dict[str, object]:
+    return {"run": run_id, "name": run.name, "path": str(run.path), "format": run.fmt,
+            "content_hash": run.content_hash, "profile": run.profile, "n_responses": run.n_responses}
+
+
 def _stage_derived(stage: Stage, run: PreparedRun) -> list[int]:
     """Build what is derived from the run in the staging file; its evaluations' ids there."""
     scon = stage.connect()
     try:
         with atomic(scon):
-            scon.execute("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, now(), ?, NULL)",
-                         [STAGED_RUN_ID, run.name, str(run.path), run.fmt, run.content_hash, run.profile,
-                          run.n_responses])
+            scon.execute(INSERT_RUN_SQL, _run_row(STAGED_RUN_ID, run))
             _load(scon, STAGED_RUN_ID, run.columns, answers=False)  # an empty file: response ids from 1
         return [int(row[0]) for row in scon.execute(
             "SELECT evaluation_id FROM evaluations ORDER BY evaluation_id").fetchall()]
@@ -323,10 +327,9 @@ def ingest_file(
 def _check_not_duplicate(
     con: duckdb.DuckDBPyConnection, run_name: str, content_hash: str, replace: bool
 ) -> int | None:
-    same_name = fetch_one(con, "SELECT run_id FROM runs WHERE name = ?", [run_name])
-    same_content = fetch_one(
-        con, "SELECT name FROM runs WHERE content_hash = ? AND name <> ?", [content_hash, run_name]
-    )
+    same_name = fetch_one(con, "SELECT run_id FROM runs WHERE name = $name", {"name": run_name})
+    same_content = fetch_one(con, "SELECT name FROM runs WHERE content_hash = $hash AND name <> $name",
+                             {"hash": content_hash, "name": run_name})
     if same_content:
         raise DuplicateRunError(
             f"this file's content is already ingested as run {same_content[0]!r}; "
@@ -341,7 +344,7 @@ def _check_not_duplicate(
         return None
     # The old run steps aside under a temporary name until the new one is loaded, so reviewers'
     # overrides can move across before it is deleted (all inside the caller's transaction).
-    con.execute("UPDATE runs SET name = name || ' (being replaced)' WHERE run_id = ?", [same_name[0]])
+    con.execute("UPDATE runs SET name = name || ' (being replaced)' WHERE run_id = $run", {"run": same_name[0]})
     return int(same_name[0])
 
 
@@ -356,13 +359,13 @@ def _move_overrides(
            FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
                  FROM responses o JOIN responses n
                    ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
-                 WHERE o.run_id = ? AND n.run_id = ?) AS moved
+                 WHERE o.run_id = $old AND n.run_id = $new) AS moved
            WHERE overrides.response_id = moved.old_id""",
-        [old_run_id, new_run_id],
+        {"old": old_run_id, "new": new_run_id},
     )
     orphaned = fetch_value(
-        con, "SELECT count(*) FROM overrides WHERE response_id IN (SELECT response_id FROM responses WHERE run_id = ?)",
-        [old_run_id],
+        con, "SELECT count(*) FROM overrides WHERE response_id IN "
+        "(SELECT response_id FROM responses WHERE run_id = $run)", {"run": old_run_id},
     )
     if orphaned and not drop_overrides:
         raise DuplicateRunError(
@@ -405,19 +408,20 @@ def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new
 
 def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     """Remove a run and everything derived from it (callers hold the transaction)."""
-    evaluations = "SELECT evaluation_id FROM evaluations WHERE run_id = ?"
-    responses = "SELECT response_id FROM responses WHERE run_id = ?"
-    metrics = "SELECT metric_result_id FROM metric_results WHERE run_id = ?"
+    evaluations = "SELECT evaluation_id FROM evaluations WHERE run_id = $run"
+    responses = "SELECT response_id FROM responses WHERE run_id = $run"
+    metrics = "SELECT metric_result_id FROM metric_results WHERE run_id = $run"
+    run = {"run": run_id}
     for table in ("check_results", "response_results", "flags", "evaluation_counts"):
-        con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", [run_id])
-    con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", [run_id])
-    con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", [run_id])
+        con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", run)
+    con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", run)
+    con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", run)
     # Overrides of answers that no longer exist go with them (matching ones were moved first).
-    con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", [run_id])
-    con.execute(f"DELETE FROM annotations WHERE response_id IN ({responses})", [run_id])
+    con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", run)
+    con.execute(f"DELETE FROM annotations WHERE response_id IN ({responses})", run)
     search_index.drop(con, run_id)
     for table in ("labels", "metric_results", "evaluations", "questions", "responses", "runs"):
-        con.execute(f"DELETE FROM {table} WHERE run_id = ?", [run_id])
+        con.execute(f"DELETE FROM {table} WHERE run_id = $run", run)
 
 
 def _collect(path: Path, records: Any, *, progress: bool, peer: PeerRun | None = None, fast: bool = True) -> Columns:
@@ -754,10 +758,10 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers
             _load_narrow_responses(con, run_id, base, cols)
         con.execute(
             """INSERT INTO questions
-               SELECT ?, question_id, question, expected_template, expected_routing,
+               SELECT $run, question_id, question, expected_template, expected_routing,
                       gold_answers::JSON, expected_ids::JSON
                FROM new_questions""",
-            [run_id],
+            {"run": run_id},
         )
         con.execute(
             """INSERT INTO chunks
@@ -816,8 +820,8 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
     n = pc.count_distinct(recorded["row"]).as_py()  # a response without any recorded verdict was not evaluated
     con.execute(
         "INSERT INTO evaluations (evaluation_id, run_id, ruleset, created_at, n_responses) "
-        "VALUES (?, ?, 'recorded', now(), ?)",
-        [evaluation_id, run_id, n],
+        "VALUES ($evaluation, $run, 'recorded', now(), $n)",
+        {"evaluation": evaluation_id, "run": run_id, "n": n},
     )
     con.register("new_recorded", recorded)
     try:
@@ -825,13 +829,14 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
         # N/A, said so. Responses with none are left out rather than counted as passing.
         con.execute(
             """INSERT INTO check_results
-               WITH names AS (SELECT unnest(?::VARCHAR[]) AS check_name)
-               SELECT ?, r.response_id, names.check_name, coalesce(rec.verdict, 'N/A'),
-                      CASE WHEN rec.verdict IS NULL THEN 'not recorded in the source file' ELSE ? END, '[]'
+               WITH names AS (SELECT unnest($checks::VARCHAR[]) AS check_name)
+               SELECT $evaluation, r.response_id, names.check_name, coalesce(rec.verdict, 'N/A'),
+                      CASE WHEN rec.verdict IS NULL THEN 'not recorded in the source file' ELSE $reason END, '[]'
                FROM responses r CROSS JOIN names
-               LEFT JOIN new_recorded rec ON rec."row" + ? = r.response_id AND rec.check_name = names.check_name
-               WHERE r.run_id = ? AND r.response_id IN (SELECT "row" + ? FROM new_recorded)""",
-            [list(CHECK_NAMES), evaluation_id, RECORDED_REASON, base, run_id, base],
+               LEFT JOIN new_recorded rec ON rec."row" + $base = r.response_id AND rec.check_name = names.check_name
+               WHERE r.run_id = $run AND r.response_id IN (SELECT "row" + $base FROM new_recorded)""",
+            {"checks": list(CHECK_NAMES), "evaluation": evaluation_id, "reason": RECORDED_REASON, "base": base,
+             "run": run_id},
         )
     finally:
         con.unregister("new_recorded")

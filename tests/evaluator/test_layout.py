@@ -184,17 +184,7 @@ def test_the_override_check_finds_a_hand_written_latest_override() -> None:
 # --- named parameters only (issue 16 §2) ---------------------------------------------------------
 
 # Every module that may write SQL: all of evaluator/, dashboard/, pages/ and app.py.
-# Files other engineers are changing right now, left to them (each file's conversion is its owner's
-# change; the lead shrinks this). Those that still bind `?` when this was written:
-POSITIONAL_FILES_KNOWN = {
-    "evaluator/ingest.py",  # run lookup and replacement, questions, check results
-}
-# ... and those that bound only named parameters then, listed so their owners' work in flight is not
-# held up by this check (drop each once its owner is done).
-POSITIONAL_FILES_KNOWN |= {
-    "evaluator/ingest_fast.py", "evaluator/ingest_parallel.py", "evaluator/arrow_copy.py",
-    "evaluator/readers.py", "evaluator/staging.py",
-}
+POSITIONAL_FILES_KNOWN: set[str] = set()  # none left: every module binds named parameters
 POSITIONAL_DIRECTORIES_KNOWN: tuple[str, ...] = ()
 # (file, literal) pairs that are not SQL at all but a `?` as text or in a regex, which the rule
 # (blind to what a string is for) would take for a parameter.
@@ -255,7 +245,6 @@ def test_the_parameter_check_covers_the_package_the_dashboard_and_the_pages() ->
                if _checked_for_named_parameters(p.relative_to(REPO).as_posix())}
     assert checked == {"evaluator", "dashboard", "pages", "app.py"}
     assert _checked_for_named_parameters("evaluator/queries/triage.py")
-    assert not _checked_for_named_parameters("evaluator/ingest.py")  # still on the known list
 
 
 def test_the_parameter_check_finds_positional_parameters_in_any_position() -> None:
