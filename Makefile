@@ -57,6 +57,7 @@ test: browser lint typecheck
 bench: install
 	$(PY) -m bench.run
 	$(PY) -m bench.floor
+	$(PY) -m bench.lab
 
 clean:
 	rm -rf $(VENV) data/evaluator.duckdb data/evaluator.duckdb.wal
