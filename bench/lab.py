@@ -2,9 +2,12 @@
 
 Generates a run (bench.generate), ingests it and stores its evaluation under the base rule set
 (t3_aware) through the real CLI, then, in a fresh process, does what the Rule lab page does when
-a refusal pattern is added and "Preview" is pressed: read the run's rows, read the base's stored
-verdicts, evaluate the run under the edited rules (the SQL engine) and compare. It prints each
-part's seconds, the first time (nothing cached) and again (cached), and the flips found.
+an edit is made and "Preview" is pressed (three edits in turn: a refusal pattern many answers
+match, one few match, a threshold): read the run's rows, read the base's stored verdicts,
+evaluate the run under the edited rules (the SQL engine: an edit of pattern lists re-evaluates
+only the answers a changed pattern matches) and compare. It prints each part's seconds, the first
+time and again (cached); the run's rows and the base's verdicts are read by the first edit and
+cached for the next ones, as on the page.
 
     python -m bench.lab [--rows 100000] [--workdir DIR] [--keep] [--out bench/]
 """
@@ -27,45 +30,57 @@ from bench.run import cli, label, machine, measure, say
 OUT = Path(__file__).resolve().parent
 RULESET, PROFILE = "t3_aware", "ramayana"
 TARGET_S = 2.0
-NEW_REFUSAL = "the text (states|says)"  # a refusal pattern a QA lead might try
+NEW_REFUSAL = "the text (states|says)"  # a refusal pattern a QA lead might try (many answers say it)
+RARE_REFUSAL = "not something I can discuss"  # one few answers say
+
+
+def _edits(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The edits timed: a pattern many answers match, one few match, and a threshold (which
+    re-evaluates every response)."""
+    return {
+        f"refusal pattern '{NEW_REFUSAL}' added (matches many answers)":
+            {**values, "refusal_patterns": f"{values['refusal_patterns']}\n{NEW_REFUSAL}"},
+        f"refusal pattern '{RARE_REFUSAL}' added (matches few)":
+            {**values, "refusal_patterns": f"{values['refusal_patterns']}\n{RARE_REFUSAL}"},
+        "threshold 0.35 -> 0.5 (every response re-evaluated)": {**values, "min_score": 0.5},
+    }
 
 
 def step_preview(db: str, run: str) -> dict[str, Any]:
-    """One preview as the page does it, timed part by part; then the same preview again."""
+    """Each edit's preview as the page does it, timed part by part, first and again (cached)."""
     from evaluator import rule_lab as lab
     from evaluator.rules import load_rules
     from evaluator.store import connect
 
     base = load_rules()
-    values = lab.form_values(base, PROFILE)
-    values["refusal_patterns"] = f"{values['refusal_patterns']}\n{NEW_REFUSAL}"
     out: dict[str, Any] = {}
     with connect(db, read_only=True) as con:
         run_id, content_hash = con.execute("SELECT run_id, content_hash FROM runs WHERE name = $run",
                                            {"run": run}).fetchall()[0]
         run_key = (db, run_id, content_hash)
-        for attempt in ("first", "cached"):
-            parts: dict[str, float] = {}
-            started = time.perf_counter()
-            edited = lab.edit(base, PROFILE, values).rules
-            parts["edit"] = time.perf_counter() - started
-            t = time.perf_counter()
-            evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE)
-            rows = lab.cached_rows(run_key, lambda: lab.read_run(con, run_id))
-            parts["rows"] = time.perf_counter() - t
-            t = time.perf_counter()
-            before = lab.base_verdicts(con, run_key, rows, base, RULESET, PROFILE, evaluation)
-            parts["base verdicts"] = time.perf_counter() - t
-            t = time.perf_counter()
-            after = lab.cached_verdicts(con, run_key, rows, edited, RULESET, PROFILE)
-            parts["edited verdicts"] = time.perf_counter() - t
-            t = time.perf_counter()
-            preview = lab.compare(rows, before, after)
-            parts["compare"] = time.perf_counter() - t
-            out[attempt] = {"seconds": round(time.perf_counter() - started, 2),
-                            "parts": {k: round(v, 2) for k, v in parts.items()},
-                            "flips": len(preview.flips), "responses": preview.n,
-                            "base_stored": evaluation is not None}
+        for name, values in _edits(lab.form_values(base, PROFILE)).items():
+            for attempt in ("first", "cached"):
+                parts: dict[str, float] = {}
+                started = time.perf_counter()
+                edited = lab.edit(base, PROFILE, values).rules
+                parts["edit"] = time.perf_counter() - started
+                t = time.perf_counter()
+                evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE)
+                rows = lab.cached_rows(run_key, lambda: lab.read_run(con, run_id))
+                parts["rows"] = time.perf_counter() - t
+                t = time.perf_counter()
+                before = lab.base_verdicts(con, run_key, rows, base, RULESET, PROFILE, evaluation)
+                parts["base verdicts"] = time.perf_counter() - t
+                t = time.perf_counter()
+                after = lab.cached_verdicts(con, run_key, rows, edited, RULESET, PROFILE, base=(base, before))
+                parts["edited verdicts"] = time.perf_counter() - t
+                t = time.perf_counter()
+                preview = lab.compare(rows, before, after)
+                parts["compare"] = time.perf_counter() - t
+                out.setdefault(name, {})[attempt] = {
+                    "seconds": round(time.perf_counter() - started, 2),
+                    "parts": {k: round(v, 2) for k, v in parts.items()},
+                    "flips": len(preview.flips), "responses": preview.n, "base_stored": evaluation is not None}
     return out
 
 
@@ -94,14 +109,16 @@ def bench_lab(n: int, workdir: Path, *, seed: int = 7) -> dict[str, Any]:
 
 def table(res: dict[str, Any]) -> str:
     ok = {True: "met", False: "**MISS**"}
-    lines = [f"| preview ({label(res['responses'])} responses, one refusal pattern added) | seconds | "
-             f"target ≤ {TARGET_S:g} s | parts (s) | flips |", "|---|---|---|---|---|"]
-    for attempt in ("first", "cached"):
-        got = res["preview"][attempt]
-        parts = ", ".join(f"{k} {v}" for k, v in got["parts"].items())
-        lines.append(f"| {attempt} | {got['seconds']:.2f} | {ok[got['seconds'] <= TARGET_S]} | {parts} | "
-                     f"{got['flips']} |")
-    stored = res["preview"]["first"]["base_stored"]
+    lines = [f"| preview ({label(res['responses'])} responses) | seconds | target ≤ {TARGET_S:g} s | parts (s) "
+             "| flips |", "|---|---|---|---|---|"]
+    stored = True
+    for name, got_by in res["preview"].items():
+        for attempt in ("first", "cached"):
+            got = got_by[attempt]
+            stored = stored and got["base_stored"]
+            parts = ", ".join(f"{k} {v}" for k, v in got["parts"].items())
+            lines.append(f"| {name}: {attempt} | {got['seconds']:.2f} | {ok[got['seconds'] <= TARGET_S]} | {parts} | "
+                         f"{got['flips']} |")
     lines.append(f"\nThe base's verdicts were read from its stored evaluation: {stored}."
                  f" Preview process peak {res['preview_process']['peak_mb']} MB.")
     return "\n".join(lines)

@@ -274,14 +274,13 @@ ORDER BY o.response_id
 """
 
 
-def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str,
-                  profile: str) -> Verdicts:
-    """The run's verdicts under ``rules``, decided in DuckDB by the SQL engine (the Python
-    reference decides the rows SQL cannot; evaluator.sql.engine). Reads the store, writes nothing."""
+def _evaluated(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str, profile: str,
+               only: list[int] | None = None) -> tuple[list[int], list[bool], list[tuple[str, ...]]]:
+    """Ids, PASS and the checks' verdicts of the run's responses (``only``: just these) under
+    ``rules``, in id order, decided by the SQL engine (Python decides the rows SQL cannot)."""
     from evaluator.sql.engine import evaluate_run_sql
 
-    started = time.perf_counter()
-    run = evaluate_run_sql(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile)
+    run = evaluate_run_sql(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile, only=only)
     con.register("lab_overall", run.overall)
     con.register("lab_checks", run.checks)
     try:
@@ -289,10 +288,51 @@ def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, r
     finally:
         con.unregister("lab_overall")
         con.unregister("lab_checks")
-    if t.column("response_id").to_pylist() != rows.ids:
+    return (t.column("response_id").to_pylist(), t.column("passed").to_pylist(),
+            [tuple(v) for v in t.column("verdicts").to_pylist()])
+
+
+def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str,
+                  profile: str) -> Verdicts:
+    """The run's verdicts under ``rules``, decided in DuckDB by the SQL engine (the Python
+    reference decides the rows SQL cannot; evaluator.sql.engine). Reads the store, writes nothing."""
+    started = time.perf_counter()
+    ids, passed, checks = _evaluated(con, rows, rules, ruleset, profile)
+    if ids != rows.ids:
         raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
-    return Verdicts(t.column("passed").to_pylist(), [tuple(v) for v in t.column("verdicts").to_pylist()],
-                    time.perf_counter() - started)
+    return Verdicts(passed, checks, time.perf_counter() - started)
+
+
+def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, before: Verdicts, edited: Rules,
+                    ruleset: str, profile: str) -> Verdicts:
+    """The run's verdicts under ``edited``, given ``before``, its verdicts under ``base``: when the
+    edit only adds or removes patterns of lists each tested as one match over the answer (refusal,
+    redirect, substantive, abstention, phrases, markers), only the responses where a changed pattern
+    matches (or whose answer is not plain ASCII, where Python decides) can change, and only those
+    are evaluated again; any other edit evaluates every response."""
+    from evaluator.sql.compile import pattern_only_difference
+    from evaluator.sql.re2 import CLEAN_SQL
+
+    started = time.perf_counter()
+    changed = pattern_only_difference(base, edited, profile)
+    if changed is None:
+        return evaluate_rows(con, rows, edited, ruleset, profile)
+    candidates: list[int] = []
+    if changed:
+        candidates = [r[0] for r in con.execute(
+            f"""SELECT response_id FROM responses
+                WHERE run_id = $run AND (NOT {CLEAN_SQL.format(x='answer')}
+                                         OR regexp_matches(coalesce(answer, ''), $changed))
+                ORDER BY response_id""", {"run": rows.run_id, "changed": changed}).fetchall()]
+    passed, checks = list(before.passed), list(before.checks)
+    if candidates:
+        at = {rid: i for i, rid in enumerate(rows.ids)}
+        ids, now_passed, now_checks = _evaluated(con, rows, edited, ruleset, profile, only=candidates)
+        if ids != candidates or any(rid not in at for rid in ids):
+            raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
+        for rid, p, c in zip(ids, now_passed, now_checks, strict=True):
+            passed[at[rid]], checks[at[rid]] = p, c
+    return Verdicts(passed, checks, before.seconds + time.perf_counter() - started)
 
 
 class _Cache:
@@ -325,10 +365,16 @@ def cached_rows(run_key: tuple[Any, ...], load: Callable[[], RunRows]) -> RunRow
 
 
 def cached_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows: RunRows, rules: Rules,
-                    ruleset: str, profile: str) -> Verdicts:
-    """The run's verdicts under these rules, computed once per (run, rules hash, rule set, profile)."""
-    verdicts: Verdicts = _VERDICTS.get((run_key, rules.hash, ruleset, profile),
-                                       lambda: evaluate_rows(con, rows, rules, ruleset, profile))
+                    ruleset: str, profile: str, *, base: tuple[Rules, Verdicts] | None = None) -> Verdicts:
+    """The run's verdicts under these rules, computed once per (run, rules hash, rule set, profile);
+    with ``base`` (rules and their verdicts on this run), re-evaluating only what an edit of
+    pattern lists can change (``reevaluate_rows``)."""
+    def make() -> Verdicts:
+        if base is None:
+            return evaluate_rows(con, rows, rules, ruleset, profile)
+        return reevaluate_rows(con, rows, base[0], base[1], rules, ruleset, profile)
+
+    verdicts: Verdicts = _VERDICTS.get((run_key, rules.hash, ruleset, profile), make)
     return verdicts
 
 

@@ -145,7 +145,7 @@ with store() as con:
         with st.spinner("Evaluating every response of the run…"):
             rows = lab.cached_rows(run_key, lambda: lab.read_run(con, run_id))
             before = lab.base_verdicts(con, run_key, rows, base, base_name, profile, base_evaluation)
-            after = lab.cached_verdicts(con, run_key, rows, edited.rules, base_name, profile)
+            after = lab.cached_verdicts(con, run_key, rows, edited.rules, base_name, profile, base=(base, before))
             preview = lab.compare(rows, before, after)
         show_preview(run, preview, base_evaluation, before.seconds + after.seconds)
 

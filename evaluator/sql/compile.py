@@ -14,13 +14,14 @@ proposes, Python decides". Every feature mirrors evaluator.checks.Context.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from evaluator.registry import Entry, check_entries, flag_entries
 from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.sql.fragments import NA, WS, SqlCase, pair
 from evaluator.sql.re2 import CLEAN_SQL, min_width, to_re2
+from evaluator.store import quote_ident
 from evaluator.types import FLAG_NAMES
 
 WORD = "[0-9A-Za-z_]"
@@ -158,6 +159,43 @@ def _unverified_ctes(exempt: bool) -> str:
 )"""
 
 
+def _pattern_lists(rules: Rules, profile: str) -> dict[str, tuple[PatternRule, ...]]:
+    """The pattern lists whose features are one regexp_matches over the answer each (h_<name>
+    columns: a row's feature is whether any pattern of the list matches its answer)."""
+    p = rules.profile(profile)
+    return {
+        "refusal": rules.refusal, "redirect": rules.redirect, "substantive": rules.substantive,
+        "phrases": tuple(_phrase(x) for x in rules.refusal_phrases),
+        "markers": tuple(_phrase(x) for x in p.interpretation_markers),
+        "abstention": rules.abstention.patterns,
+        "prof_refusals": tuple(_phrase(x) for x in p.refusal_phrases),
+    }
+
+
+def _without_pattern_lists(rules: Rules) -> Rules:
+    """``rules`` with the lists of _pattern_lists emptied, and what is not a rule (text, source,
+    hash) blanked: two rules that differ only in those lists are equal here."""
+    return replace(rules, refusal=(), redirect=(), substantive=(), refusal_phrases=(),
+                   abstention=replace(rules.abstention, patterns=()), text="", source="", hash="",
+                   profiles=tuple(replace(p, interpretation_markers=(), refusal_phrases=()) for p in rules.profiles))
+
+
+def pattern_only_difference(base: Rules, edited: Rules, profile: str) -> str | None:
+    """When ``edited`` differs from ``base`` only in the pattern lists (_pattern_lists), one RE2
+    pattern matching wherever a pattern added to or removed from a list matches ('' when no list
+    changed): on clean ASCII answers it does not match, no feature (hence no verdict) changes.
+    None when anything else changed or a pattern has no RE2 form (evaluate everything then)."""
+    if _without_pattern_lists(base) != _without_pattern_lists(edited):
+        return None
+    before, after = _pattern_lists(base, profile), _pattern_lists(edited, profile)
+    changed: set[PatternRule] = set()
+    for name in before:
+        changed |= set(before[name]) ^ set(after[name])
+    if not changed:
+        return ""
+    return _alternation(tuple(sorted(changed, key=lambda r: (r.pattern, r.ignore_case))))
+
+
 def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
     """What the checks' SQL forms depend on under this rule set and profile."""
     comp = compiled(rules)
@@ -167,19 +205,14 @@ def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
                    p.answerability)
 
 
-def compile_run(rules: Rules, ruleset: str, profile: str) -> CompiledRun | None:
+def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None) -> CompiledRun | None:
+    """The run's query; with ``only`` (a relation with a ``response_id`` column, e.g. a registered
+    Arrow table) just those responses of the run."""
     comp = compiled(rules)
     prof = comp.profile(profile)
     p = prof.profile
     fw = comp.refined_nouns(ruleset)
-    cats = {
-        "refusal": _alternation(rules.refusal), "redirect": _alternation(rules.redirect),
-        "substantive": _alternation(rules.substantive),
-        "phrases": _alternation(tuple(_phrase(x) for x in rules.refusal_phrases)),
-        "markers": _alternation(tuple(_phrase(x) for x in p.interpretation_markers)),
-        "abstention": _alternation(rules.abstention.patterns),
-        "prof_refusals": _alternation(tuple(_phrase(x) for x in p.refusal_phrases)),
-    }
+    cats = {k: _alternation(v) for k, v in _pattern_lists(rules, profile).items()}
     price = to_re2(straighten(rules.price.pattern), ignore_case=rules.price.ignore_case)
     noun = to_re2(straighten(rules.proper_noun.pattern), ignore_case=rules.proper_noun.ignore_case)
     citation = None
@@ -234,6 +267,7 @@ def compile_run(rules: Rules, ruleset: str, profile: str) -> CompiledRun | None:
     if p.refusal_phrases:
         refused.append(hit["prof_refusals"])
     case = sql_case(rules, ruleset, profile)
+    restrict = f" AND r.response_id IN (SELECT response_id FROM {quote_ident(only)})" if only else ""
     checks, flags = check_entries(), flag_entries()
     if any(e.sql is None for e in (*checks, *flags)):
         return None  # a check or flag with no SQL form: Python decides every row
@@ -254,7 +288,7 @@ WITH base AS (
   FROM responses r
   JOIN (SELECT *, {_norm("coalesce(question, '')")} AS nq FROM questions WHERE run_id = $run) q
     ON q.run_id = r.run_id AND q.question_id = r.question_id
-  WHERE r.run_id = $run
+  WHERE r.run_id = $run{restrict}
 ), docs AS (  -- each chunk normalised, keyed and gated once, not once per retrieval
   SELECT chunk_key, chunk_id, text, {_norm('text')} AS ntext, {_ckey('kp')} AS key,
          {_clean('chunk_id')} AND {_clean('text')} AS clean

@@ -120,18 +120,29 @@ def _run_polled(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, obje
 
 
 def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules,
-                     profile: str, on_progress: Callable[[float], None] | None = None) -> SqlRun:
+                     profile: str, on_progress: Callable[[float], None] | None = None,
+                     only: Sequence[int] | None = None) -> SqlRun:
     """The evaluation of run ``run_id`` held by ``con``: SQL decides, Python decides what SQL cannot.
-    ``on_progress(share)`` follows the query."""
-    plan = compile_run(rules, ruleset, profile)
+    ``on_progress(share)`` follows the query; ``only``: just these responses of the run."""
     table = f"sql_engine_{os.getpid()}_{run_id}"
+    subset = f"{table}_only" if only is not None else None
+    plan = compile_run(rules, ruleset, profile, only=subset)
     if plan is None:
         ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1",
                                          {"run": run_id}).fetchall()]
+        if only is not None:
+            wanted = set(only)
+            ids = [i for i in ids if i in wanted]
         c, o, f = _as_tables(_python_rows(con, ids, ruleset=ruleset, rules=rules, profile=profile))
         return SqlRun(c, o, f, 0, len(ids))
     params = {k: v for k, v in {**plan.params, "run": run_id}.items() if re.search(rf"\${k}\b", plan.sql)}
-    _run_polled(con, f"CREATE OR REPLACE TEMP TABLE {table} AS {plan.sql}", params, on_progress)
+    if subset is not None:
+        con.register(subset, pa.table({"response_id": pa.array(list(only or ()), pa.int64())}))
+    try:
+        _run_polled(con, f"CREATE OR REPLACE TEMP TABLE {table} AS {plan.sql}", params, on_progress)
+    finally:
+        if subset is not None:
+            con.unregister(subset)
     try:
         checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
         checks = con.sql(checks_sql).to_arrow_table().cast(CHECKS_SCHEMA)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -145,3 +146,48 @@ def test_lab_verdicts_equal_the_python_reference_under_every_rule_set(sample_sto
             reference = evaluate_batch([inputs[i] for i in rows.ids], ruleset=ruleset, rules=rules, profile=PROFILE)
             assert lab_says.passed == [ev.overall == "PASS" for ev in reference], ruleset
             assert lab_says.checks == [tuple(c.verdict for c in ev.checks) for ev in reference], ruleset
+
+
+def _edits() -> dict[str, tuple[str, dict[str, object]]]:
+    """Edits of the Rule lab form, each with the profile under which it changes some verdict of
+    the sample run (the refusal_detected phrases decide answers_question only where a profile
+    counts them as refusals: rag)."""
+    def changed(profile: str, key: str, edit: Callable[[list[str]], list[str]]) -> tuple[str, dict[str, object]]:
+        values = lab.form_values(load_rules(), profile)
+        return profile, {**values, key: "\n".join(edit(str(values[key]).splitlines()))}
+
+    return {
+        "a refusal pattern added": changed(PROFILE, "refusal_patterns", lambda xs: [*xs, NEW_REFUSAL]),
+        "redirect patterns replaced": changed(PROFILE, "redirect_patterns", lambda xs: ["no bot says this"]),
+        "a refusal phrase added": changed("rag", "refusal_phrases", lambda xs: [*xs, "the text"]),
+        "markers replaced": changed(PROFILE, "interpretation_markers", lambda xs: ["no bot says this"]),
+        "the threshold changed": (PROFILE, {**lab.form_values(load_rules(), PROFILE), "min_score": 0.95}),
+        "nothing changed": (PROFILE, lab.form_values(load_rules(), PROFILE)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_edits()))
+def test_re_evaluating_what_an_edit_can_change_equals_evaluating_everything(sample_store: Path, name: str) -> None:
+    _, rows = run_rows(sample_store)
+    profile, values = _edits()[name]
+    base = load_rules()
+    edited = lab.edit(base, profile, values).rules
+    with connect(sample_store, read_only=True) as con:
+        before = lab.evaluate_rows(con, rows, base, RULESET, profile)
+        partly = lab.reevaluate_rows(con, rows, base, before, edited, RULESET, profile)
+        everything = lab.evaluate_rows(con, rows, edited, RULESET, profile)
+    assert (partly.passed, partly.checks) == (everything.passed, everything.checks)
+    if name != "nothing changed":  # the edit changes verdicts, so the equality says something
+        assert everything.checks != before.checks
+
+
+def test_an_edit_of_patterns_re_evaluates_only_the_answers_a_changed_pattern_matches() -> None:
+    from evaluator.sql.compile import pattern_only_difference
+
+    base = load_rules()
+    edited = lab.edit(base, PROFILE, with_refusal(NEW_REFUSAL)).rules
+    changed = pattern_only_difference(base, edited, PROFILE)
+    assert changed is not None and re.search(changed, "the text states it", re.IGNORECASE)
+    assert not re.search(changed, "I cannot help with that", re.IGNORECASE)  # an unchanged refusal pattern
+    values = lab.form_values(base, PROFILE)
+    assert pattern_only_difference(base, lab.edit(base, PROFILE, {**values, "min_score": 0.6}).rules, PROFILE) is None

@@ -91,3 +91,16 @@ def test_the_engine_reports_its_progress_up_to_done(sample_store):
         assert con.execute("SELECT current_setting('enable_progress_bar')").fetchall() == [(False,)]
     assert shares and shares[-1] == 1.0
     assert all(0.0 <= a <= b <= 1.0 for a, b in itertools.pairwise(shares))
+
+
+def test_a_subset_of_the_run_is_evaluated_as_in_the_whole_run(sample_store):
+    with connect(sample_store, read_only=True) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'ramayana'").fetchall()[0][0]
+        whole = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="ramayana")
+        ids = sorted(whole.overall.column("response_id").to_pylist())[::3]
+        part = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="ramayana", only=ids)
+    assert sorted(part.overall.column("response_id").to_pylist()) == ids
+    wanted = set(ids)
+    rows = [r for r in whole.checks.to_pylist() if r["response_id"] in wanted]
+    assert sorted(part.checks.to_pylist(), key=lambda r: (r["response_id"], r["check_name"])) == \
+        sorted(rows, key=lambda r: (r["response_id"], r["check_name"]))
