@@ -425,26 +425,28 @@ def _evaluate_into_sql(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_i
             bar.n = max(bar.n, int(n * share))
             bar.refresh()
 
-    run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile,
-                           on_progress=lambda share: advance(0.9 * share))
-    if verify_n > 0:
-        verify(con, run, verify_n, ruleset=ruleset, rules=rules, profile=profile)
-    with atomic(con):
-        con.execute(
-            """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
-                                        n_responses, rules_text, profile, with_spans)
-               VALUES ($evaluation, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, false)""",
-            {"evaluation": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash,
-             "source": rules.source, "n": run.overall.num_rows, "text": rules.text, "profile": profile},
-        )
-        _flush(con, [(run.checks, run.flags, run.overall)], evaluation_id)
-        write_evaluation_counts(con, evaluation_id)
-        duration = time.perf_counter() - started
-        con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
-                    {"duration": duration, "evaluation": evaluation_id})
-    advance(1.0)
-    if bar is not None:
-        bar.close()
+    try:
+        run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile,
+                               on_progress=(lambda share: advance(0.9 * share)) if bar is not None else None)
+        if verify_n > 0:
+            verify(con, run, verify_n, ruleset=ruleset, rules=rules, profile=profile)
+        with atomic(con):
+            con.execute(
+                """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
+                                            n_responses, rules_text, profile, with_spans)
+                   VALUES ($evaluation, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, false)""",
+                {"evaluation": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash,
+                 "source": rules.source, "n": run.overall.num_rows, "text": rules.text, "profile": profile},
+            )
+            _flush(con, [(run.checks, run.flags, run.overall)], evaluation_id)
+            write_evaluation_counts(con, evaluation_id)
+            duration = time.perf_counter() - started
+            con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
+                        {"duration": duration, "evaluation": evaluation_id})
+        advance(1.0)
+    finally:
+        if bar is not None:  # closed on every exit: lab_recompute finds a live bar by its description
+            bar.close()
     return duration
 
 

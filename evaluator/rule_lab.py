@@ -309,13 +309,15 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
     edit only adds or removes patterns of lists each tested as one match over the answer (refusal,
     redirect, substantive, abstention, phrases, markers), only the responses where a changed pattern
     matches (or whose answer is not plain ASCII, where Python decides) can change, and only those
-    are evaluated again; any other edit evaluates every response."""
+    are evaluated again; any other edit evaluates every response. The preview thus shows what the
+    edit changes: when ``before`` was read from a stored evaluation, the other responses keep its
+    verdicts."""
     from evaluator.sql.compile import pattern_only_difference
-    from evaluator.sql.re2 import CLEAN_SQL
+    from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
 
     started = time.perf_counter()
     changed = pattern_only_difference(base, edited, profile)
-    if changed is None:
+    if changed is None or (changed and not re2_compiles(con, changed)):
         return evaluate_rows(con, rows, edited, ruleset, profile)
     candidates: list[int] = []
     if changed:

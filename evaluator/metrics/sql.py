@@ -26,7 +26,7 @@ from evaluator.judges.heuristic import HeuristicJudge
 from evaluator.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, norm_sql, refusal_regex
 from evaluator.metrics.trust import TrustScore, answer_correctness, is_answerable, score_from_counts
 from evaluator.recompute import load_responses
-from evaluator.sql.re2 import CLEAN_SQL
+from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
 from evaluator.store import quote_ident
 
 _PY_BATCH = 5_000
@@ -142,16 +142,6 @@ FROM metric_rows GROUP BY provider
 """
 
 
-def _re2_compiles(con: duckdb.DuckDBPyConnection, regex: str) -> bool:
-    """Whether DuckDB's RE2 takes the regex (it counts repetitions to 1,000 at most: a fuzzy flag
-    of 2,000 words; a huge rules file may exceed its program size)."""
-    try:
-        con.execute("SELECT regexp_matches('', $rx)", {"rx": regex}).fetchall()
-    except duckdb.Error:
-        return False
-    return True
-
-
 def features_sql(judge: HeuristicJudge, con: duckdb.DuckDBPyConnection, *, into: str = ""
                  ) -> tuple[str, dict[str, Any], bool]:
     """The statement building ``{into}metric_features`` (``into``: a quoted catalog alias and a
@@ -160,14 +150,14 @@ def features_sql(judge: HeuristicJudge, con: duckdb.DuckDBPyConnection, *, into:
     refusal, exact = refusal_regex(judge)
     params: dict[str, Any] = dict(NORM_PARAMS)
     refused = "false"
-    if refusal is not None and _re2_compiles(con, refusal):
+    if refusal is not None and re2_compiles(con, refusal):
         params["refusal_rx"] = refusal
         refused = "regexp_matches(answer, $refusal_rx)"
     elif refusal is not None:
         exact = False
     fuzzy = fuzzy_prefilter(judge)
     candidate = "false"
-    if not exact or (fuzzy is not None and not _re2_compiles(con, fuzzy)):
+    if not exact or (fuzzy is not None and not re2_compiles(con, fuzzy)):
         candidate = "true"  # Python judges every clean answer SQL did not refuse
     elif fuzzy is not None:
         params["fuzzy_rx"] = fuzzy

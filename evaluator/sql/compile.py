@@ -32,6 +32,7 @@ NOT_WORD = "[^0-9A-Za-z_]"
 class CompiledRun:
     sql: str
     params: dict[str, Any]
+    regexes: frozenset[str] = frozenset()  # the params that are RE2 patterns (engine.py checks they compile)
 
 
 def _phrase(phrase: str) -> PatternRule:
@@ -376,7 +377,8 @@ SELECT response_id, decided, is_t3,
 FROM f5
 """
     params.update({f"sev_{e.name}": comp.severities[e.name] for e in flags})
-    return CompiledRun(sql, params)
+    regexes = frozenset(k for k in params if k.startswith("rx_") or k in ("price", "noun", "citation", "fw"))
+    return CompiledRun(sql, params, regexes)
 
 
 def _columns(checks: tuple[Entry, ...], flags: tuple[Entry, ...], case: SqlCase, applied: frozenset[str]) -> str:

@@ -8,6 +8,7 @@ random sample in Python and raises ``VerifyError`` naming the first difference.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
@@ -23,6 +24,7 @@ from evaluator.recompute import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA, loa
 from evaluator.rules import Rules
 from evaluator.sql.compile import compile_run
 from evaluator.sql.fragments import WS
+from evaluator.sql.re2 import re2_compiles
 from evaluator.types import CHECK_NAMES, FLAG_NAMES, ResponseEvaluation
 
 PYTHON_BATCH = 5_000
@@ -95,6 +97,8 @@ def _run_polled(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, obje
     if on_progress is None:
         con.execute(sql, params)
         return
+    settings = ("enable_progress_bar", "enable_progress_bar_print")
+    previous = {name: con.execute(f"SELECT current_setting('{name}')").fetchall()[0][0] for name in settings}
     con.execute("SET enable_progress_bar = true")
     con.execute("SET enable_progress_bar_print = false")
     done = threading.Event()
@@ -114,8 +118,9 @@ def _run_polled(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, obje
     finally:
         done.set()
         poller.join()
-        con.execute("RESET enable_progress_bar")
-        con.execute("RESET enable_progress_bar_print")
+        with contextlib.suppress(duckdb.Error):  # a failed query's own error is the one to see
+            for name, value in previous.items():
+                con.execute(f"SET {name} = {'true' if value else 'false'}")
     on_progress(1.0)
 
 
@@ -127,6 +132,8 @@ def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: st
     table = f"sql_engine_{os.getpid()}_{run_id}"
     subset = f"{table}_only" if only is not None else None
     plan = compile_run(rules, ruleset, profile, only=subset)
+    if plan is not None and not all(re2_compiles(con, plan.params[k]) for k in plan.regexes):
+        plan = None  # a pattern RE2 refuses (see re2_compiles): Python decides every row
     if plan is None:
         ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1",
                                          {"run": run_id}).fetchall()]

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import re
 
+import duckdb
+
 # A row's text may be decided in SQL only when it is made of [\t\n\f\r -~]: as many bytes as
 # characters (ASCII) and none of the other control characters (Python's str.split() and RE2
 # disagree on some). A scan per control character (memchr) costs a third of one regexp_matches
@@ -26,6 +28,17 @@ CLEAN_SQL = (f"(strlen({_TEXT}) = length({_TEXT}) AND NOT ("
              + " OR ".join(f"contains({_TEXT}, chr({c}))" for c in _CONTROL) + "))")
 
 _SAFE_ESCAPE_LETTERS = set("wWdDsSbBAntrf")
+
+
+def re2_compiles(con: duckdb.DuckDBPyConnection, regex: str) -> bool:
+    """Whether DuckDB's RE2 takes the regex: a pattern of the same meaning may still be refused
+    (RE2 counts repetitions to 1,000 at most, nested ones multiplied; a huge alternation may
+    exceed its program size), and then Python decides what it would have decided."""
+    try:
+        con.execute("SELECT regexp_matches('', $rx)", {"rx": regex}).fetchall()
+    except duckdb.Error:
+        return False
+    return True
 
 
 def to_re2(pattern: str, *, ignore_case: bool) -> str | None:

@@ -181,7 +181,7 @@ def test_re_evaluating_what_an_edit_can_change_equals_evaluating_everything(samp
         assert everything.checks != before.checks
 
 
-def test_an_edit_of_patterns_re_evaluates_only_the_answers_a_changed_pattern_matches() -> None:
+def test_the_difference_of_an_edit_of_patterns_matches_only_the_changed_patterns() -> None:
     from evaluator.sql.compile import pattern_only_difference
 
     base = load_rules()

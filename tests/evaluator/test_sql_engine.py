@@ -8,6 +8,7 @@ import json
 import pyarrow.compute as pc
 import pytest
 
+from evaluator.rule_lab import edit
 from evaluator.rules import load_rules
 from evaluator.sql.engine import VerifyError, evaluate_run_sql, verify
 from evaluator.store import connect
@@ -104,3 +105,14 @@ def test_a_subset_of_the_run_is_evaluated_as_in_the_whole_run(sample_store):
     rows = [r for r in whole.checks.to_pylist() if r["response_id"] in wanted]
     assert sorted(part.checks.to_pylist(), key=lambda r: (r["response_id"], r["check_name"])) == \
         sorted(rows, key=lambda r: (r["response_id"], r["check_name"]))
+
+
+def test_a_pattern_re2_refuses_leaves_every_row_to_python(sample_store):
+    # Same meaning in both engines, but nested counts multiply past RE2's limit of 1,000 repetitions.
+    toml = "[flags.potential_hallucination]\nproper_noun_pattern = '\\b(?:[A-Z][a-z]{1,20} ){2,60}'\n"
+    rules = edit(RULES, "ramayana", {}, toml).rules  # the override merged on the defaults
+    with connect(sample_store, read_only=True) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'ramayana'").fetchall()[0][0]
+        run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=rules, profile="ramayana")
+        assert (run.n_sql, run.n_python) == (0, run.overall.num_rows)
+        verify(con, run, 10**9, ruleset="t3_aware", rules=rules, profile="ramayana")
