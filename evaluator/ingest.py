@@ -5,8 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,7 +20,7 @@ from evaluator.formats import Label, PeerRun, read_peer
 from evaluator.formats.column_map import apply_map, parse_map
 from evaluator.formats.detect import json_format
 from evaluator.formats.peer import context_id
-from evaluator.ingest_fast import Known, add_plain_record, answer_hash
+from evaluator.ingest_fast import OPTIONAL_STRINGS, Known, add_plain_record, answer_hash
 from evaluator.ingest_parallel import read_plain_jsonl
 from evaluator.readers import (
     PEER_FORMATS,
@@ -37,8 +35,8 @@ from evaluator.readers import (
 )
 from evaluator.results import write_evaluation_counts, write_response_results
 from evaluator.rules import load_rules
-from evaluator.staging import Stage, copy_back, staging_area
-from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id, quote_ident, quote_literal
+from evaluator.staging import Stage, attached_in_transaction, copy_back, staging_area
+from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
 from evaluator.types import CHECK_NAMES
 
 TEMPLATES = ("T1", "T2", "T3")
@@ -54,7 +52,6 @@ KNOWN_FIELDS = {
     "expected_routing", "template", "classification", "retrieved", "gold_answers", "answerable",
     "recorded_checks", "comment", "outcome", "expected_ids",
 }
-OPTIONAL_STRINGS = ("model", "expected_routing", "classification", "comment", "outcome")
 RECORDED_REASON = "recorded by the source evaluator"
 
 
@@ -103,6 +100,27 @@ class Columns:
                 batches.append(pa.RecordBatch.from_pydict(buffer, schema=schema))
                 for values in buffer.values():
                     values.clear()
+
+    def add_response(self, row: int, line_no: int, question_id: str, provider: str, answer: str,
+                     template: str | None, answerable: bool | None, metadata: str | None,
+                     optional: dict[str, str | None]) -> None:
+        """One response into the buffers (``optional``: the OPTIONAL_STRINGS by name)."""
+        responses = self.responses
+        self.n_responses += 1
+        self.any_template = self.any_template or template is not None
+        responses["row"].append(row)
+        responses["question_id"].append(question_id)
+        responses["provider"].append(provider)
+        responses["model"].append(optional["model"])
+        responses["answer"].append(answer)
+        responses["answer_hash"].append(answer_hash(answer))
+        responses["template"].append(template)
+        responses["classification"].append(optional["classification"])
+        responses["answerable"].append(answerable)
+        responses["comment"].append(optional["comment"])
+        responses["outcome"].append(optional["outcome"])
+        responses["metadata"].append(metadata)
+        responses["source_line"].append(line_no)
 
     def recorded_table(self) -> pa.Table:
         """Every recorded verdict: (row, check_name, verdict)."""
@@ -241,27 +259,13 @@ def store_run_staged(
             ids = {"run": next_id(con, "run_ids"), "offset": _first_response_id(con) - 1}
             _load_responses(con, ids["run"], ids["offset"] + 1, run.columns)
             staged_evaluations = staging.result()
-            alias = staged_file.enter_context(_attached_in_transaction(con, stage))
+            alias = staged_file.enter_context(attached_in_transaction(con, stage))
             _copy_staged(con, alias, ids, staged_evaluations)
             if replaced_run_id is not None:
                 _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
                 _move_typed_annotations(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
                 delete_run(con, replaced_run_id)
     return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
-
-
-@contextlib.contextmanager
-def _attached_in_transaction(con: duckdb.DuckDBPyConnection, stage: Stage) -> Iterator[str]:
-    """The staging file attached read-only (it is built and closed by now) inside the caller's
-    transaction, under a fresh alias; detached once the transaction is over (DuckDB detaches no
-    database a transaction has read from), if it is still there (a rollback takes the ATTACH
-    back too). staging.attached attaches before the transaction begins, too early here."""
-    alias = quote_ident(f"stage_{uuid.uuid4().hex[:12]}")
-    con.execute(f"ATTACH {quote_literal(str(stage.path))} AS {alias} (READ_ONLY)")
-    try:
-        yield alias
-    finally:
-        con.execute(f"DETACH DATABASE IF EXISTS {alias}")
 
 
 INSERT_RUN_SQL = """INSERT INTO runs VALUES ($run, $name, $path, $format, $content_hash, $profile, now(),
@@ -498,22 +502,8 @@ def _add_record(
     gold = _gold_answers(where, line_no, record.get("gold_answers"))
     expected_ids = _string_list(where, line_no, record.get("expected_ids"), "expected_ids")
     extra = {k: v for k, v in record.items() if k not in KNOWN_FIELDS}
-    responses = cols.responses
-    cols.n_responses += 1
-    cols.any_template = cols.any_template or template is not None
-    responses["row"].append(row)
-    responses["question_id"].append(question_id)
-    responses["provider"].append(provider)
-    responses["model"].append(optional["model"])
-    responses["answer"].append(answer)
-    responses["answer_hash"].append(answer_hash(answer))
-    responses["template"].append(template)
-    responses["classification"].append(optional["classification"])
-    responses["answerable"].append(answerable)
-    responses["comment"].append(optional["comment"])
-    responses["outcome"].append(optional["outcome"])
-    responses["metadata"].append(_metadata(where, line_no, extra) if extra else None)
-    responses["source_line"].append(line_no)
+    cols.add_response(row, line_no, question_id, provider, answer, template, answerable,
+                      _metadata(where, line_no, extra) if extra else None, optional)
     _add_question(where, line_no, cols, questions_seen, question_id, {
         "question": question,
         "expected_template": expected_template,

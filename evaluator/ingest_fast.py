@@ -16,7 +16,7 @@ import hashlib
 import itertools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import orjson
 
@@ -28,6 +28,9 @@ PLAIN_TEMPLATES = {"T1": "T1", "T2": "T2", "T3": "T3", "": None}
 PLAIN_VERDICTS = {"PASS": "PASS", "FAIL": "FAIL", "N/A": "N/A"}
 
 AddQuestion = Callable[[str, int, "Columns", dict[str, int], str, dict[str, Any]], None]
+
+# The optional string fields of a record (the full validation's too: evaluator.ingest).
+OPTIONAL_STRINGS = ("model", "expected_routing", "classification", "comment", "outcome")
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,8 @@ def add_plain_record(
     template, expected_template = _plain_template(get("template")), _plain_template(get("expected_template"))
     if template is False or expected_template is False:
         return False
-    optional = (get("model"), get("expected_routing"), get("classification"), get("comment"), get("outcome"))
-    for value in optional:
+    optional = {key: get(key) for key in OPTIONAL_STRINGS}
+    for value in optional.values():
         if value is not None and type(value) is not str:
             return False
     answerable = get("answerable")
@@ -75,27 +78,12 @@ def add_plain_record(
         return False
 
     known.add_question(where, line_no, cols, questions_seen, question_id, {
-        "question": question, "expected_template": expected_template, "expected_routing": optional[1],
+        "question": question, "expected_template": expected_template, "expected_routing": optional["expected_routing"],
         "gold_answers": None if gold is None else _dumps(gold),
         "expected_ids": None if expected_ids is None else _dumps(expected_ids),
     })  # raises a golden field's contradiction, as the full validation would at this point
     seen[pair] = line_no
-    responses = cols.responses
-    cols.n_responses += 1
-    cols.any_template = cols.any_template or template is not None
-    responses["row"].append(row)
-    responses["question_id"].append(question_id)
-    responses["provider"].append(provider)
-    responses["model"].append(optional[0])
-    responses["answer"].append(answer)
-    responses["answer_hash"].append(answer_hash(answer))
-    responses["template"].append(template)
-    responses["classification"].append(optional[2])
-    responses["answerable"].append(answerable)
-    responses["comment"].append(optional[3])
-    responses["outcome"].append(optional[4])
-    responses["metadata"].append(metadata)
-    responses["source_line"].append(line_no)
+    cols.add_response(row, line_no, question_id, provider, answer, template, answerable, metadata, optional)
     if retrieved is not NO_RETRIEVED:
         _buffer_retrieved(row, retrieved, cols, chunk_keys)
     if recorded:
@@ -106,7 +94,7 @@ def add_plain_record(
     return True
 
 
-def _plain_template(value: Any) -> str | None | bool:
+def _plain_template(value: Any) -> str | None | Literal[False]:
     """T1-T3 (None for no template), or False for anything else."""
     if value is None:
         return None
@@ -139,7 +127,7 @@ def _plain_gold(value: Any) -> list[dict[str, Any]] | None | bool:
     return claims
 
 
-def _plain_metadata(record: dict[str, Any], known_fields: Collection[str]) -> str | None | bool:
+def _plain_metadata(record: dict[str, Any], known_fields: Collection[str]) -> str | None | Literal[False]:
     """The record's unknown fields as JSON text (in the record's order), or False when they
     cannot be written (the full validation names the field)."""
     if record.keys() <= known_fields:  # type: ignore[operator]

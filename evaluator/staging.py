@@ -102,16 +102,35 @@ def staging_area(db: str | os.PathLike[str] | None) -> Iterator[Stage]:
             parent.rmdir()  # only when empty
 
 
+def _attach(con: duckdb.DuckDBPyConnection, stage: Stage, *, read_only: bool) -> str:
+    """Attach the staging file under a fresh alias (quoted, ready to use). Explicit mode: an
+    instance opened read-only would otherwise attach read-only too."""
+    alias = quote_ident(f"stage_{uuid.uuid4().hex[:12]}")
+    con.execute(f"ATTACH {quote_literal(str(stage.path))} AS {alias} ({'READ_ONLY' if read_only else 'READ_WRITE'})")
+    return alias
+
+
 @contextmanager
 def attached(con: duckdb.DuckDBPyConnection, stage: Stage, *, read_only: bool = False) -> Iterator[str]:
     """The staging file attached to the store's instance under a fresh alias (quoted, ready to use)."""
-    alias = quote_ident(f"stage_{uuid.uuid4().hex[:12]}")
-    # Explicit mode: an instance opened read-only would otherwise attach read-only too.
-    con.execute(f"ATTACH {quote_literal(str(stage.path))} AS {alias} ({'READ_ONLY' if read_only else 'READ_WRITE'})")
+    alias = _attach(con, stage, read_only=read_only)
     try:
         yield alias
     finally:
         con.execute(f"DETACH {alias}")
+
+
+@contextmanager
+def attached_in_transaction(con: duckdb.DuckDBPyConnection, stage: Stage) -> Iterator[str]:
+    """The staging file attached read-only (it is built and closed by now) inside the caller's
+    transaction; detached once the transaction is over (DuckDB detaches no database a
+    transaction has read from), if it is still there (a rollback takes the ATTACH back too).
+    ``attached`` attaches before the transaction begins, too early for that."""
+    alias = _attach(con, stage, read_only=True)
+    try:
+        yield alias
+    finally:
+        con.execute(f"DETACH DATABASE IF EXISTS {alias}")
 
 
 def snapshot_run(con: duckdb.DuckDBPyConnection, run_id: int, stage: Stage, *,

@@ -62,6 +62,27 @@ def sample_store(sample_store_template: Path, tmp_path: Path) -> Path:
     return path
 
 
+# Columns that record when a row was written: two stores holding the same data differ only there.
+TIMESTAMPS = {"ingested_at", "created_at", "applied_at"}
+
+
+def store_rows(db: Path) -> dict[str, list[tuple]]:
+    """Every table's rows as text (timestamps left out), sorted: equal for stores holding the same data."""
+    from evaluator.store import connect
+
+    out = {}
+    with connect(db, read_only=True) as con:
+        tables = [row[0] for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1").fetchall()]
+        for table in tables:
+            columns = [row[0] for row in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = $table "
+                "ORDER BY ordinal_position", {"table": table}).fetchall() if row[0] not in TIMESTAMPS]
+            select = ", ".join(f'"{c}"::VARCHAR' for c in columns)
+            out[table] = sorted(con.execute(f'SELECT {select} FROM "{table}"').fetchall(), key=repr)
+    return out
+
+
 # Another process that holds the store for writing (as a CLI command does, with its label) until
 # released: pages, saves and the CLI must wait for it.
 HOLDER = """

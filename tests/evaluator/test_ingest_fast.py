@@ -15,30 +15,14 @@ import pytest
 from evaluator import ingest_parallel
 from evaluator.ingest import prepare_run, store_run_staged
 from evaluator.readers import InputError, duplicate_key
-from evaluator.store import connect
+from evaluator.types import CHECK_NAMES
+from tests.conftest import store_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = [ROOT / "data" / "ramayana_golden.csv", ROOT / "data" / "ramayana_v2.jsonl",
            ROOT / "data" / "clearpath_support.jsonl", ROOT / "tests" / "fixtures" / "hostile_run.jsonl",
            ROOT / "tests" / "fixtures" / "formats" / "inspectorraget_clapnq.json"]
-TIMESTAMPS = {"ingested_at", "created_at", "applied_at"}
-CHECKS = ["routing_check", "retrieval_check", "answers_question", "cites_shlokas", "follows_template",
-          "no_hallucination"]
-
-
-def dump(db: Path) -> dict[str, list[tuple]]:
-    """Every table's rows (timestamps left out), sorted."""
-    out = {}
-    with connect(db, read_only=True) as con:
-        tables = [row[0] for row in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1").fetchall()]
-        for table in tables:
-            columns = [row[0] for row in con.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
-                [table]).fetchall() if row[0] not in TIMESTAMPS]
-            select = ", ".join(f'"{c}"::VARCHAR' for c in columns)
-            out[table] = sorted(con.execute(f'SELECT {select} FROM "{table}"').fetchall(), key=repr)
-    return out
+CHECKS = list(CHECK_NAMES)
 
 
 def plain_record(index: int, provider: str, rng: random.Random) -> dict[str, Any]:
@@ -90,7 +74,7 @@ def many_records(n: int) -> list[dict[str, Any]]:
 def stored(tmp_path: Path, name: str, path: Path, **prepare: Any) -> dict[str, list[tuple]]:
     db = tmp_path / f"{name}.duckdb"
     store_run_staged(db, prepare_run(path, profile="clearpath" if "hostile" in path.name else None, **prepare))
-    return dump(db)
+    return store_rows(db)
 
 
 def message(path: Path, **prepare: Any) -> str:

@@ -11,27 +11,12 @@ from evaluator.ingest import DuplicateRunError, ingest_file, prepare_run, store_
 from evaluator.overrides import add_override
 from evaluator.review_config import ReviewConfig
 from evaluator.store import connect, fetch_value
+from tests.conftest import store_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = [ROOT / "data" / "ramayana_golden.csv", ROOT / "data" / "ramayana_v2.jsonl",
          ROOT / "data" / "clearpath_support.jsonl", ROOT / "tests" / "fixtures" / "hostile_run.jsonl",
          ROOT / "tests" / "fixtures" / "formats" / "inspectorraget_clapnq.json"]  # labels and annotations
-TIMESTAMPS = {"ingested_at", "created_at", "applied_at"}
-
-
-def _dump(db: Path) -> dict[str, list[tuple]]:
-    """Every table's rows (timestamps left out), sorted."""
-    out = {}
-    with connect(db, read_only=True) as con:
-        tables = [row[0] for row in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' ORDER BY 1").fetchall()]
-        for table in tables:
-            columns = [row[0] for row in con.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
-                [table]).fetchall() if row[0] not in TIMESTAMPS]
-            select = ", ".join(f'"{c}"::VARCHAR' for c in columns)
-            out[table] = sorted(con.execute(f'SELECT {select} FROM "{table}"').fetchall(), key=repr)
-    return out
 
 
 def test_staged_ingest_stores_what_a_direct_ingest_stores(tmp_path: Path) -> None:
@@ -40,7 +25,7 @@ def test_staged_ingest_stores_what_a_direct_ingest_stores(tmp_path: Path) -> Non
         with connect(direct) as con:
             ingest_file(con, path, profile="clearpath" if "hostile" in path.name else None)
         store_run_staged(staged, prepare_run(path, profile="clearpath" if "hostile" in path.name else None))
-    assert _dump(staged) == _dump(direct)
+    assert store_rows(staged) == store_rows(direct)
     assert not (tmp_path / "staged.duckdb.staging").exists()  # the staging file is gone
 
 
@@ -61,7 +46,7 @@ def test_staged_replace_moves_overrides_like_a_direct_replace(tmp_path: Path) ->
                 ingest_file(con, changed, name="cp", replace=True)
         else:
             store_run_staged(db, prepare_run(changed, name="cp"), replace=True)
-        dumps.append(_dump(db))
+        dumps.append(store_rows(db))
     assert dumps[0] == dumps[1]
     assert len(dumps[1]["overrides"]) == 1
 
@@ -70,7 +55,7 @@ def test_a_staged_duplicate_writes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
     source = ROOT / "data" / "clearpath_support.jsonl"
     store_run_staged(db, prepare_run(source))
-    before = _dump(db)
+    before = store_rows(db)
     with pytest.raises(DuplicateRunError, match="already exists"):
         store_run_staged(db, prepare_run(source))
-    assert _dump(db) == before
+    assert store_rows(db) == before
