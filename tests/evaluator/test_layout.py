@@ -184,8 +184,6 @@ def test_the_override_check_finds_a_hand_written_latest_override() -> None:
 # --- named parameters only (issue 16 §2) ---------------------------------------------------------
 
 # Every module that may write SQL: all of evaluator/, dashboard/, pages/ and app.py.
-POSITIONAL_FILES_KNOWN: set[str] = set()  # none left: every module binds named parameters
-POSITIONAL_DIRECTORIES_KNOWN: tuple[str, ...] = ()
 # (file, literal) pairs that are not SQL at all but a `?` as text or in a regex, which the rule
 # (blind to what a string is for) would take for a parameter.
 NOT_SQL = {
@@ -228,23 +226,18 @@ def _positional_parameters(text: str) -> list[str]:
     return [m.group() for m in re.finditer(_POSITIONAL, code)]
 
 
-def _checked_for_named_parameters(rel: str) -> bool:
-    return rel not in POSITIONAL_FILES_KNOWN and not rel.startswith(POSITIONAL_DIRECTORIES_KNOWN)
-
-
 def test_every_module_binds_only_named_parameters() -> None:
     files = [p.relative_to(REPO).as_posix() for p in _source_files()]
     assert len(files) > 100  # the walk found the modules
-    found = {(rel, text) for rel in files if _checked_for_named_parameters(rel)
+    found = {(rel, text) for rel in files
              for text in _code_strings((REPO / rel).read_text(encoding="utf-8")) if _positional_parameters(text)}
     assert found - NOT_SQL == set()
 
 
 def test_the_parameter_check_covers_the_package_the_dashboard_and_the_pages() -> None:
-    checked = {p.relative_to(REPO).parts[0] for p in _source_files()
-               if _checked_for_named_parameters(p.relative_to(REPO).as_posix())}
+    checked = {p.relative_to(REPO).parts[0] for p in _source_files()}
     assert checked == {"evaluator", "dashboard", "pages", "app.py"}
-    assert _checked_for_named_parameters("evaluator/queries/triage.py")
+    assert REPO / "evaluator" / "queries" / "triage.py" in _source_files()
 
 
 def test_the_parameter_check_finds_positional_parameters_in_any_position() -> None:
