@@ -25,6 +25,8 @@ from evaluator.store import quote_ident
 from evaluator.types import FLAG_NAMES
 
 WORD = "[0-9A-Za-z_]"
+CLEAN_TEXTS = ("concat_ws(' ', answer, question, template, expected_template, expected_routing, classification, "
+               "gold_json::VARCHAR, ids_json::VARCHAR)")
 NOT_WORD = "[^0-9A-Za-z_]"
 
 
@@ -136,25 +138,33 @@ def _unverified_ctes(exempt: bool) -> str:
     """Context.unverified, set-based: every candidate (prices first, then proper nouns, in
     answer order) is a row; a candidate is verified when it is allowlisted or a retrieved
     text (or, with ``exempt``, the question) holds it raw or normalised; per response the
-    first unverified candidate is kept."""
-    hays = ["SELECT c.response_id, c.k, c.p, d.text AS hay, c.t AS term FROM cand c "
-            "JOIN retrieved rt USING (response_id) JOIN docs d USING (chunk_key)",
-            "SELECT c.response_id, c.k, c.p, d.ntext, c.nt FROM cand c "
-            "JOIN retrieved rt USING (response_id) JOIN docs d USING (chunk_key)"]
+    first unverified candidate is kept. The raw texts are searched first and only what they
+    do not hold is normalised and searched again (most candidates are found raw)."""
+    raw = ["SELECT c.response_id, c.k, c.p, d.text AS hay, c.t AS term FROM cand c "
+           "JOIN retrieved rt USING (response_id) JOIN docs d USING (chunk_key)"]
+    normalised = ["SELECT c.response_id, c.k, c.p, d.ntext AS hay, c.nt AS term FROM rest c "
+                  "JOIN retrieved rt USING (response_id) JOIN docs d USING (chunk_key)"]
     if exempt:
-        hays += ["SELECT response_id, k, p, question, t FROM cand", "SELECT response_id, k, p, nq, nt FROM cand"]
-    union = "\n    UNION ALL ".join(hays)
-    return f"""cand AS (
-  SELECT response_id, question, nq, c.t, c.p, c.k, {_norm('c.t')} AS nt
+        raw.append("SELECT response_id, k, p, question, t FROM cand")
+        normalised.append("SELECT response_id, k, p, nq, nt FROM rest")
+
+    def found(hays: list[str]) -> str:
+        union = "\n    UNION ALL ".join(hays)
+        return (f"SELECT DISTINCT response_id, k FROM ({union}) WHERE term <> '' AND contains(hay, term)\n"
+                f"    AND CASE WHEN p THEN {_term_in('hay', 'term', True)} ELSE {_term_in('hay', 'term', False)} END")
+
+    return f"""cand AS MATERIALIZED (
+  SELECT response_id, question, nq, c.t, c.p, c.k
   FROM (SELECT response_id, question, nq, unnest(cands) AS c FROM f1)
-), pair AS (
-  SELECT * FROM ({union}) WHERE term <> '' AND contains(hay, term)
-), found AS (
-  SELECT DISTINCT response_id, k FROM pair
-  WHERE CASE WHEN p THEN {_term_in('hay', 'term', True)} ELSE {_term_in('hay', 'term', False)} END
+), found_raw AS (
+  {found(raw)}
+), rest AS MATERIALIZED (
+  SELECT c.*, {_norm('c.t')} AS nt FROM cand c ANTI JOIN found_raw f USING (response_id, k)
+), found_norm AS (
+  {found(normalised)}
 ), unv AS (
   SELECT response_id, arg_min({{'t': t, 'p': p}}, k) AS unverified
-  FROM cand c ANTI JOIN found f USING (response_id, k)
+  FROM rest c ANTI JOIN found_norm f USING (response_id, k)
   WHERE p OR NOT ($has_allow AND list_contains($allowlist, nt))
   GROUP BY response_id
 )"""
@@ -315,9 +325,8 @@ WITH base AS (
          list_filter(list_transform(list_filter(ids_json, lambda j: json_type(j) = 'VARCHAR'), lambda j: j ->> '$'),
                      lambda e: {_label('e')} IS NOT NULL) AS expected,
          len(list_filter(ids_json, lambda j: json_type(j) NOT IN ('VARCHAR', 'NULL'))) = 0 AS ids_plain,
-         coalesce(ret_clean, true) AND {_clean('answer')} AND {_clean('question')} AND {_clean('template')}
-           AND {_clean('expected_template')} AND {_clean('expected_routing')} AND {_clean('classification')}
-           AND {_clean('gold_json::VARCHAR')} AND {_clean('ids_json::VARCHAR')} AS clean,
+         -- one scan of the texts joined: clean exactly when each of them is
+         coalesce(ret_clean, true) AND {_clean(CLEAN_TEXTS)} AS clean,
          {is_t3} AS is_t3,
          regexp_full_match(answer, '{WS}*') AS empty
   FROM base b LEFT JOIN ret USING (response_id)
