@@ -21,7 +21,7 @@ from evaluator.evaluate import evaluate, evaluate_batch
 from evaluator.results import write_evaluation_counts
 from evaluator.rules import Rules, load_rules, rules_from_text
 from evaluator.run_lookup import run_id_for
-from evaluator.staging import RunChangedError, attached, copy_back, snapshot_run, staging_area
+from evaluator.staging import RunChangedError, Stage, attached, copy_back, snapshot_run, staging_area
 from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
 from evaluator.types import GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
 from evaluator.workers import die_with_parent, worker_pool
@@ -339,53 +339,58 @@ def recompute(
                 raise UsageError(f"run {run_name!r} has profile {profile!r}, which the rules ({rules.source}) do not "
                                  f"define; pass --rules with a file that defines it, or --profile "
                                  f"({', '.join(rules.profile_names)})")
-            snapshot_run(con, run_id, stage)
-        if with_spans is None:
-            with_spans = engine != "sql" and n <= SPANS_UP_TO
-        if engine == "auto":
-            engine = "python" if with_spans else "sql"
-        scon = stage.connect()
+            if with_spans is None:
+                with_spans = engine != "sql" and n <= SPANS_UP_TO
+            if engine == "auto":
+                engine = "python" if with_spans else "sql"
+            if engine == "sql":
+                sql = _SqlRecompute(rules, ruleset, profile, run_id, progress=progress, label=run_name, total=n)
+                sql.decide(con, stage, verify_n)
+            else:
+                snapshot_run(con, run_id, stage)
         try:
-            duration = evaluate_into(scon, STAGED_EVALUATION_ID, run_id, ruleset, rules, profile, with_spans=with_spans,
-                                     workers=workers, progress=progress, label=run_name, engine=engine,
-                                     verify_n=verify_n)
+            if engine == "sql":
+                sql.finish(stage, verify_n)
+            else:
+                scon = stage.connect()
+                try:
+                    duration = evaluate_into(scon, STAGED_EVALUATION_ID, run_id, ruleset, rules, profile,
+                                             with_spans=with_spans, workers=workers, progress=progress,
+                                             label=run_name)
+                finally:
+                    scon.close()
+            # write window: the evaluation gets its id from the store's sequence as it is written
+            with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):
+                if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run",
+                             {"run": run_id}) != (content_hash,):
+                    raise RunChangedError(f"run {run_name!r} was replaced or removed while it was being evaluated; "
+                                          "nothing was written: run the command again")
+                evaluation_id = next_id(con, "evaluation_ids")
+                if engine == "sql":
+                    duration = sql.write(con, evaluation_id)
+                else:
+                    for table in ("evaluations", "response_results", "check_results", "flags", "evaluation_counts"):
+                        copy_back(con, alias, table, "evaluation_id = $staged",
+                                  {"staged": STAGED_EVALUATION_ID, "evaluation": evaluation_id},
+                                  replace={"evaluation_id": "$evaluation"})
         finally:
-            scon.close()
-        # write window: the evaluation gets its id from the store's sequence as it is copied in
-        with connect(db) as con, attached(con, stage, read_only=True) as alias, atomic(con):
-            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id}) != (content_hash,):
-                raise RunChangedError(f"run {run_name!r} was replaced or removed while it was being evaluated; "
-                                      "nothing was written: run the command again")
-            evaluation_id = next_id(con, "evaluation_ids")
-            for table in ("evaluations", "response_results", "check_results", "flags", "evaluation_counts"):
-                copy_back(con, alias, table, "evaluation_id = $staged",
-                          {"staged": STAGED_EVALUATION_ID, "evaluation": evaluation_id},
-                          replace={"evaluation_id": "$evaluation"})
+            if engine == "sql":
+                sql.close()
     return RecomputeResult(evaluation_id, run_name, ruleset, rules.hash, n, duration, engine)
 
 
 def evaluate_into(
     con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str, rules: Rules, profile: str,
     *, with_spans: bool, workers: int | None = None, progress: bool = False, label: str = "",
-    engine: str = "python", verify_n: int = 0,
 ) -> float:
-    """Evaluate the run held by `con` (the staging file) and write the evaluation there, in one
-    transaction; returns the time it took."""
-    if engine == "sql":
-        return _evaluate_into_sql(con, evaluation_id, run_id, ruleset, rules, profile, verify_n=verify_n,
-                                  progress=progress, label=label)
+    """Evaluate the run held by `con` (the staging file) with the Python reference and write the
+    evaluation there, in one transaction; returns the time it took."""
     n = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id}))
     workers = workers if workers is not None else (min(os.cpu_count() or 1, 4) if n >= PARALLEL_FROM else 1)
     started = time.perf_counter()
     bar = _progress_bar(progress, n, label, ruleset)
     with atomic(con):
-        con.execute(
-            """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
-                                        n_responses, rules_text, profile, with_spans)
-               VALUES ($evaluation, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, $with_spans)""",
-            {"evaluation": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash,
-             "source": rules.source, "n": n, "text": rules.text, "profile": profile, "with_spans": with_spans},
-        )
+        _insert_evaluation(con, evaluation_id, run_id, ruleset, rules, profile, n, with_spans)
         done: list[_Results] = []
         held = 0
         questions = con.sql(RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
@@ -399,55 +404,102 @@ def evaluate_into(
                 _flush(con, done, evaluation_id)
                 held = 0
         _flush(con, done, evaluation_id)
-        write_evaluation_counts(con, evaluation_id)
-        duration = time.perf_counter() - started
-        con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
-                    {"duration": duration, "evaluation": evaluation_id})
+        duration = _finish_evaluation(con, evaluation_id, started)
     if bar is not None:
         bar.close()
     return duration
 
 
-def _evaluate_into_sql(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str,
-                       rules: Rules, profile: str, *, verify_n: int, progress: bool = False,
-                       label: str = "") -> float:
-    """evaluate_into with the SQL engine: evaluated (and verified) before the transaction opens,
-    so a VerifyError leaves nothing behind; stored without spans. The bar follows DuckDB's own
-    progress through the query (90% of the bar), then the write."""
-    from evaluator.sql.engine import evaluate_run_sql, verify  # the SQL engine builds on this module
+def _insert_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str, rules: Rules,
+                       profile: str, n: int, with_spans: bool) -> None:
+    con.execute(
+        """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
+                                    n_responses, rules_text, profile, with_spans)
+           VALUES ($evaluation, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, $with_spans)""",
+        {"evaluation": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash,
+         "source": rules.source, "n": n, "text": rules.text, "profile": profile, "with_spans": with_spans},
+    )
 
-    started = time.perf_counter()
-    n = int(fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = $run", {"run": run_id}))
-    bar = _progress_bar(progress, n, label, ruleset)
 
-    def advance(share: float) -> None:
-        if bar is not None:
-            bar.n = max(bar.n, int(n * share))
-            bar.refresh()
-
-    try:
-        run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile,
-                               on_progress=(lambda share: advance(0.9 * share)) if bar is not None else None)
-        if verify_n > 0:
-            verify(con, run, verify_n, ruleset=ruleset, rules=rules, profile=profile)
-        with atomic(con):
-            con.execute(
-                """INSERT INTO evaluations (evaluation_id, run_id, ruleset, rules_hash, rules_source, created_at,
-                                            n_responses, rules_text, profile, with_spans)
-                   VALUES ($evaluation, $run, $ruleset, $hash, $source, now(), $n, $text, $profile, false)""",
-                {"evaluation": evaluation_id, "run": run_id, "ruleset": ruleset, "hash": rules.hash,
-                 "source": rules.source, "n": run.overall.num_rows, "text": rules.text, "profile": profile},
-            )
-            _flush(con, [(run.checks, run.flags, run.overall)], evaluation_id)
-            write_evaluation_counts(con, evaluation_id)
-            duration = time.perf_counter() - started
-            con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
-                        {"duration": duration, "evaluation": evaluation_id})
-        advance(1.0)
-    finally:
-        if bar is not None:  # closed on every exit: lab_recompute finds a live bar by its description
-            bar.close()
+def _finish_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, started: float) -> float:
+    """The evaluation's counts and duration, once its rows are in; returns the duration."""
+    write_evaluation_counts(con, evaluation_id)
+    duration = time.perf_counter() - started
+    con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
+                {"duration": duration, "evaluation": evaluation_id})
     return duration
+
+
+class _SqlRecompute:
+    """recompute with the SQL engine, in the three windows of recompute (issue 16). SQL decides
+    on the store itself in the read window (cheaper than copying the run out), and only the rows
+    it leaves to Python, with the responses ``--verify`` samples, are copied to the staging file;
+    Python decides those there, and the result is verified before the write window opens, so a
+    VerifyError writes nothing. The write window appends the rows straight from memory, without
+    spans. The bar follows DuckDB's own progress through the query (90% of it), then the rest."""
+
+    def __init__(self, rules: Rules, ruleset: str, profile: str, run_id: int, *, progress: bool, label: str,
+                 total: int) -> None:
+        self.rules, self.ruleset, self.profile, self.run_id, self.total = rules, ruleset, profile, run_id, total
+        self.started = time.perf_counter()
+        self.bar = _progress_bar(progress, total, label, ruleset)
+        self.sample: list[int] = []
+
+    def advance(self, share: float) -> None:
+        if self.bar is not None:
+            self.bar.n = max(self.bar.n, int(self.total * share))
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:  # closed on every exit: lab_recompute finds a live bar by its description
+            self.bar.close()
+            self.bar = None
+
+    def decide(self, con: duckdb.DuckDBPyConnection, stage: Stage, verify_n: int) -> None:
+        """On the store, in the read window."""
+        from evaluator.sql.engine import decide_in_sql, pick_sample  # the SQL engine builds on this module
+
+        try:
+            self.decided = decide_in_sql(con, self.run_id, ruleset=self.ruleset, rules=self.rules,
+                                         profile=self.profile,
+                                         on_progress=(lambda share: self.advance(0.9 * share))
+                                         if self.bar is not None else None)
+            if verify_n > 0:
+                ids = self.decided.overall.column("response_id").to_pylist() + self.decided.undecided
+                self.sample = pick_sample(ids, verify_n)
+            python_ids = sorted(set(self.decided.undecided) | set(self.sample))
+            if python_ids:
+                snapshot_run(con, self.run_id, stage, responses=python_ids)
+        except BaseException:
+            self.close()
+            raise
+
+    def finish(self, stage: Stage, verify_n: int) -> None:
+        """On the staging file: Python decides what SQL left, then the sample is verified."""
+        from evaluator.sql.engine import python_tables, verify
+
+        if not self.decided.undecided and not self.sample:
+            self.run = self.decided.with_python((CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(),
+                                                 FLAGS_SCHEMA.empty_table()))
+            return
+        scon = stage.connect()
+        try:
+            self.run = self.decided.with_python(python_tables(scon, self.decided.undecided, ruleset=self.ruleset,
+                                                              rules=self.rules, profile=self.profile))
+            if verify_n > 0:
+                verify(scon, self.run, verify_n, ruleset=self.ruleset, rules=self.rules, profile=self.profile,
+                       sample=self.sample)
+        finally:
+            scon.close()
+
+    def write(self, con: duckdb.DuckDBPyConnection, evaluation_id: int) -> float:
+        """In the write window's transaction; returns the evaluation's duration."""
+        _insert_evaluation(con, evaluation_id, self.run_id, self.ruleset, self.rules, self.profile,
+                           self.run.overall.num_rows, False)
+        _flush(con, [(self.run.checks, self.run.flags, self.run.overall)], evaluation_id)
+        duration = _finish_evaluation(con, evaluation_id, self.started)
+        self.advance(1.0)
+        return duration
 
 
 def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: int) -> None:

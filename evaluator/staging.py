@@ -9,6 +9,9 @@ steps, so reviewers are kept waiting only for the two short ones:
 3. *write window* — the store is open again for one transaction that appends the results from
    the staging file (`attached`).
 
+The SQL engines of recompute and metrics skip the copy: their one query reads the store in the
+read window, and only the rows Python must decide are copied (``snapshot_run(responses=...)``).
+
 The staging file has the store's own schema (the same migrations), so the pipeline's SQL runs
 unchanged against either. It lives beside the store (`STORE.staging/<pid>-…/`), is removed when
 the command ends, and what a killed command left behind is removed by the next one.
@@ -22,12 +25,13 @@ import re
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
+import pyarrow as pa
 
 from evaluator.store import migrate, quote_ident, quote_literal, resolve_db_path
 
@@ -44,6 +48,22 @@ RUN_TABLES = {
     "chunks": """SELECT * FROM chunks WHERE chunk_key IN (
                      SELECT rt.chunk_key FROM retrieved rt JOIN responses r USING (response_id)
                      WHERE r.run_id = $run)""",
+}
+
+
+# The same for some of a run's responses only ({ids}: a relation of their response_ids).
+SOME_RESPONSES_TABLES = {
+    "runs": RUN_TABLES["runs"],
+    "questions": RUN_TABLES["questions"],
+    "responses": """SELECT * FROM responses WHERE run_id = $run AND response_id IN (SELECT response_id FROM {ids})
+                    ORDER BY response_id""",
+    "retrieved": """SELECT * FROM retrieved
+                    WHERE response_id IN (SELECT response_id FROM responses
+                                          WHERE run_id = $run AND response_id IN (SELECT response_id FROM {ids}))
+                    ORDER BY response_id, rank""",
+    "chunks": """SELECT * FROM chunks WHERE chunk_key IN (
+                     SELECT rt.chunk_key FROM retrieved rt JOIN responses r USING (response_id)
+                     WHERE r.run_id = $run AND r.response_id IN (SELECT response_id FROM {ids}))""",
 }
 
 
@@ -134,15 +154,24 @@ def attached_in_transaction(con: duckdb.DuckDBPyConnection, stage: Stage) -> Ite
 
 
 def snapshot_run(con: duckdb.DuckDBPyConnection, run_id: int, stage: Stage, *,
-                 tables: tuple[str, ...] = tuple(RUN_TABLES), extra: dict[str, tuple[str, dict]] | None = None) -> None:
-    """Copy one run's `tables` (default: all of it), and any `extra` table (name -> (SELECT,
+                 tables: tuple[str, ...] = tuple(RUN_TABLES), extra: dict[str, tuple[str, dict]] | None = None,
+                 responses: Sequence[int] | None = None) -> None:
+    """Copy one run's `tables` (default: all of it; with `responses`, only those responses and
+    what they retrieved, with all the run's questions), and any `extra` table (name -> (SELECT,
     parameters)), into the staging file."""
-    with attached(con, stage) as alias:
-        for table in tables:
-            select = RUN_TABLES[table]
-            con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", {"run": run_id})
-        for table, (select, params) in (extra or {}).items():
-            con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", params)
+    ids = f"snapshot_ids_{uuid.uuid4().hex[:12]}"
+    if responses is not None:
+        con.register(ids, pa.table({"response_id": pa.array([int(i) for i in responses], pa.int64())}))
+    try:
+        with attached(con, stage) as alias:
+            for table in tables:
+                select = RUN_TABLES[table] if responses is None else SOME_RESPONSES_TABLES[table].format(ids=ids)
+                con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", {"run": run_id})
+            for table, (select, params) in (extra or {}).items():
+                con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", params)
+    finally:
+        if responses is not None:
+            con.unregister(ids)
 
 
 def copy_back(con: duckdb.DuckDBPyConnection, alias: str, table: str, where: str = "true",

@@ -2,8 +2,10 @@
 
 ``evaluate_run_sql`` returns the rows recompute writes - check results, response outcomes,
 raised flags (Arrow tables, no spans) - deciding in SQL every row compile.py can decide and
-handing the rest to the Python reference (``evaluate_batch``). ``verify`` re-evaluates a
-random sample in Python and raises ``VerifyError`` naming the first difference.
+handing the rest to the Python reference (``evaluate_batch``). Its two halves apart:
+``decide_in_sql`` (recompute runs it on the store in its read window) and ``python_tables``
+(on the staging file, with just the rows SQL left). ``verify`` re-evaluates a random sample
+in Python and raises ``VerifyError`` naming the first difference.
 """
 
 from __future__ import annotations
@@ -124,10 +126,28 @@ def _run_polled(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, obje
     on_progress(1.0)
 
 
-def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules,
-                     profile: str, on_progress: Callable[[float], None] | None = None,
-                     only: Sequence[int] | None = None) -> SqlRun:
-    """The evaluation of run ``run_id`` held by ``con``: SQL decides, Python decides what SQL cannot.
+@dataclass(frozen=True)
+class SqlDecided:
+    """What SQL decided of a run: the rows of the responses it decided, and the ids it left to
+    the Python reference."""
+    checks: pa.Table  # CHECKS_SCHEMA
+    overall: pa.Table  # OVERALL_SCHEMA
+    flags: pa.Table  # FLAGS_SCHEMA
+    undecided: list[int]
+
+    def with_python(self, python: tuple[pa.Table, pa.Table, pa.Table]) -> SqlRun:
+        """The whole run: these rows and the Python reference's ``(checks, overall, flags)`` of
+        the undecided ones."""
+        checks, overall, flags = python
+        return SqlRun(pa.concat_tables([self.checks, checks]), pa.concat_tables([self.overall, overall]),
+                      pa.concat_tables([self.flags, flags]), self.overall.num_rows, len(self.undecided))
+
+
+def decide_in_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
+                  on_progress: Callable[[float], None] | None = None,
+                  only: Sequence[int] | None = None) -> SqlDecided:
+    """The rows SQL decides of run ``run_id`` held by ``con`` (read only: the store itself will
+    do), and the ids it leaves to Python (all of them when the rules have no SQL form).
     ``on_progress(share)`` follows the query; ``only``: just these responses of the run."""
     table = f"sql_engine_{os.getpid()}_{run_id}"
     subset = f"{table}_only" if only is not None else None
@@ -140,8 +160,8 @@ def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: st
         if only is not None:
             wanted = set(only)
             ids = [i for i in ids if i in wanted]
-        c, o, f = _as_tables(_python_rows(con, ids, ruleset=ruleset, rules=rules, profile=profile))
-        return SqlRun(c, o, f, 0, len(ids))
+        return SqlDecided(CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(), FLAGS_SCHEMA.empty_table(),
+                          ids)
     params = {k: v for k, v in {**plan.params, "run": run_id}.items() if re.search(rf"\${k}\b", plan.sql)}
     if subset is not None:
         con.register(subset, pa.table({"response_id": pa.array(list(only or ()), pa.int64())}))
@@ -158,20 +178,38 @@ def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: st
         undecided = [r[0] for r in con.execute(f"SELECT response_id FROM {table} WHERE NOT decided ORDER BY 1")
                      .fetchall()]
     finally:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    if undecided:
-        pc, po, pf = _as_tables(_python_rows(con, undecided, ruleset=ruleset, rules=rules, profile=profile))
-        checks, overall, flags = (pa.concat_tables([checks, pc]), pa.concat_tables([overall, po]),
-                                  pa.concat_tables([flags, pf]))
-    return SqlRun(checks, overall, flags, overall.num_rows - len(undecided), len(undecided))
+        con.execute(f"DROP TABLE IF EXISTS temp.{table}")
+    return SqlDecided(checks, overall, flags, undecided)
+
+
+def python_tables(con: duckdb.DuckDBPyConnection, ids: Sequence[int], *, ruleset: str, rules: Rules,
+                  profile: str) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The Python reference's ``(checks, overall, flags)`` rows (no spans) for responses ``ids``
+    held by ``con``."""
+    return _as_tables(_python_rows(con, ids, ruleset=ruleset, rules=rules, profile=profile))
+
+
+def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules,
+                     profile: str, on_progress: Callable[[float], None] | None = None,
+                     only: Sequence[int] | None = None) -> SqlRun:
+    """The evaluation of run ``run_id`` held by ``con``: SQL decides, Python decides what SQL cannot.
+    ``on_progress(share)`` follows the query; ``only``: just these responses of the run."""
+    decided = decide_in_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=on_progress,
+                            only=only)
+    return decided.with_python(python_tables(con, decided.undecided, ruleset=ruleset, rules=rules, profile=profile))
+
+
+def pick_sample(ids: Sequence[int], n: int, seed: int | None = None) -> list[int]:
+    """The ``n`` responses (at random; all when fewer) that ``verify`` compares, sorted."""
+    return sorted(random.Random(seed).sample(list(ids), min(n, len(ids))))
 
 
 def verify(con: duckdb.DuckDBPyConnection, run: SqlRun, n: int, *, ruleset: str, rules: Rules, profile: str,
-           seed: int | None = None) -> int:
-    """Re-evaluate ``n`` random responses in Python; VerifyError on the first difference.
-    Returns how many were compared."""
-    ids = run.overall.column("response_id").to_pylist()
-    sample = sorted(random.Random(seed).sample(ids, min(n, len(ids))))
+           seed: int | None = None, sample: Sequence[int] | None = None) -> int:
+    """Re-evaluate ``n`` random responses in Python (``sample``: these, from ``pick_sample``, when
+    ``con`` holds only them); VerifyError on the first difference. Returns how many were compared."""
+    if sample is None:
+        sample = pick_sample(run.overall.column("response_id").to_pylist(), n, seed)
     reference = _python_rows(con, sample, ruleset=ruleset, rules=rules, profile=profile)
     wanted = set(sample)
     got_checks: dict[tuple[int, str], tuple[str, str]] = {}

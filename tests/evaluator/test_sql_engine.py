@@ -116,3 +116,24 @@ def test_a_pattern_re2_refuses_leaves_every_row_to_python(sample_store):
         run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=rules, profile="ramayana")
         assert (run.n_sql, run.n_python) == (0, run.overall.num_rows)
         verify(con, run, 10**9, ruleset="t3_aware", rules=rules, profile="ramayana")
+
+
+def _outcomes(con, evaluation_id):  # type: ignore[no-untyped-def]
+    return con.execute("SELECT response_id, overall, is_t3, template_group FROM response_results "
+                       "WHERE evaluation_id = $e ORDER BY ALL", {"e": evaluation_id}).fetchall()
+
+
+@pytest.mark.parametrize("verify_args", [(), ("--verify", "3")], ids=["no-verify", "verify-a-sample"])
+def test_recompute_engine_sql_decided_on_the_store_stores_the_python_outcomes(sample_store, cli, verify_args):
+    # SQL decides on the store itself; only the rows it leaves to Python (and a --verify sample)
+    # are copied out: what is stored must still be the reference's, outcome by outcome
+    python = cli("recompute", "--run", "clearpath", "--ruleset", "t3_aware", "--engine", "python", "--json",
+                 db=sample_store, check=True)
+    sql = cli("recompute", "--run", "clearpath", "--ruleset", "t3_aware", "--engine", "sql", *verify_args,
+              "--json", db=sample_store, check=True)
+    a, b = json.loads(python.stdout)["evaluation_id"], json.loads(sql.stdout)["evaluation_id"]
+    with connect(sample_store) as con:
+        assert _stored(con, a) == _stored(con, b)
+        assert _outcomes(con, a) == _outcomes(con, b)
+        assert con.execute("SELECT n_responses, with_spans FROM evaluations WHERE evaluation_id = $e",
+                           {"e": b}).fetchone() == (len(_outcomes(con, a)), False)
