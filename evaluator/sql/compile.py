@@ -20,7 +20,7 @@ from typing import Any
 from evaluator.registry import Entry, check_entries, flag_entries
 from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.sql.fragments import NA, WS, SqlCase, pair
-from evaluator.sql.re2 import CLEAN_SQL, min_width, to_re2
+from evaluator.sql.re2 import CLEAN_SQL, clean_of, min_width, to_re2
 from evaluator.store import quote_ident
 from evaluator.types import FLAG_NAMES
 
@@ -326,7 +326,7 @@ WITH base AS (
                      lambda e: {_label('e')} IS NOT NULL) AS expected,
          len(list_filter(ids_json, lambda j: json_type(j) NOT IN ('VARCHAR', 'NULL'))) = 0 AS ids_plain,
          -- one scan of the texts joined: clean exactly when each of them is
-         coalesce(ret_clean, true) AND {_clean(CLEAN_TEXTS)} AS clean,
+         coalesce(ret_clean, true) AND {clean_of(CLEAN_TEXTS)} AS clean,
          {is_t3} AS is_t3,
          regexp_full_match(answer, '{WS}*') AS empty
   FROM base b LEFT JOIN ret USING (response_id)

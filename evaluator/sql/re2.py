@@ -27,6 +27,15 @@ _TEXT = "coalesce({x}, '')"
 CLEAN_SQL = (f"(strlen({_TEXT}) = length({_TEXT}) AND NOT ("
              + " OR ".join(f"contains({_TEXT}, chr({c}))" for c in _CONTROL) + "))")
 
+
+
+def clean_of(expr: str) -> str:
+    """CLEAN_SQL of a computed expression (not a column), computed once: DuckDB would otherwise
+    compute it again for each of CLEAN_SQL's 32 uses (2 s of a 200k run's 8 s for the texts
+    joined), so it goes through a lambda over a one-element list."""
+    return f"list_transform([{expr}], lambda clean_text: {CLEAN_SQL.format(x='clean_text')})[1]"
+
+
 _SAFE_ESCAPE_LETTERS = set("wWdDsSbBAntrf")
 
 
