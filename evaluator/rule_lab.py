@@ -307,25 +307,31 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
                     ruleset: str, profile: str) -> Verdicts:
     """The run's verdicts under ``edited``, given ``before``, its verdicts under ``base``: when the
     edit only adds or removes patterns of lists each tested as one match over the answer (refusal,
-    redirect, substantive, abstention, phrases, markers), only the responses where a changed pattern
-    matches (or whose answer is not plain ASCII, where Python decides) can change, and only those
-    are evaluated again; any other edit evaluates every response. The preview thus shows what the
-    edit changes: when ``before`` was read from a stored evaluation, the other responses keep its
-    verdicts."""
-    from evaluator.sql.compile import pattern_only_difference
+    redirect, substantive, abstention, phrases, markers) and changes the retrieval threshold, only
+    the responses where a changed pattern matches (or whose answer is not plain ASCII, where
+    Python decides) or that retrieved an item scoring between the two thresholds can change, and
+    only those are evaluated again (evaluator.sql.compile.narrow_difference); any other edit
+    evaluates every response. The preview thus shows what the edit changes: when ``before`` was
+    read from a stored evaluation, the other responses keep its verdicts."""
+    from evaluator.sql.compile import narrow_difference
     from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
 
     started = time.perf_counter()
-    changed = pattern_only_difference(base, edited, profile)
-    if changed is None or (changed and not re2_compiles(con, changed)):
+    narrow = narrow_difference(base, edited, profile)
+    if narrow is None or (narrow.patterns and not re2_compiles(con, narrow.patterns)):
         return evaluate_rows(con, rows, edited, ruleset, profile)
-    candidates: list[int] = []
-    if changed:
-        candidates = [r[0] for r in con.execute(
-            f"""SELECT response_id FROM responses
-                WHERE run_id = $run AND (NOT {CLEAN_SQL.format(x='answer')}
-                                         OR regexp_matches(coalesce(answer, ''), $changed))
-                ORDER BY response_id""", {"run": rows.run_id, "changed": changed}).fetchall()]
+    params: dict[str, object] = {"run": rows.run_id}
+    can_change = ["false"]
+    if narrow.patterns:
+        can_change.append(f"NOT {CLEAN_SQL.format(x='answer')} OR regexp_matches(coalesce(answer, ''), $changed)")
+        params["changed"] = narrow.patterns
+    if narrow.thresholds is not None:
+        can_change.append("response_id IN (SELECT response_id FROM retrieved "
+                          "WHERE (score >= $before_score) <> (score >= $after_score))")
+        params["before_score"], params["after_score"] = narrow.thresholds
+    candidates = [r[0] for r in con.execute(
+        f"""SELECT response_id FROM responses WHERE run_id = $run AND ({' OR '.join(can_change)})
+            ORDER BY response_id""", params).fetchall()]
     passed, checks = list(before.passed), list(before.checks)
     if candidates:
         at = {rid: i for i, rid in enumerate(rows.ids)}

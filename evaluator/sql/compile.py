@@ -191,20 +191,37 @@ def _without_pattern_lists(rules: Rules) -> Rules:
                    profiles=tuple(replace(p, interpretation_markers=(), refusal_phrases=()) for p in rules.profiles))
 
 
-def pattern_only_difference(base: Rules, edited: Rules, profile: str) -> str | None:
-    """When ``edited`` differs from ``base`` only in the pattern lists (_pattern_lists), one RE2
-    pattern matching wherever a pattern added to or removed from a list matches ('' when no list
-    changed): on clean ASCII answers it does not match, no feature (hence no verdict) changes.
-    None when anything else changed or a pattern has no RE2 form (evaluate everything then)."""
-    if _without_pattern_lists(base) != _without_pattern_lists(edited):
+@dataclass(frozen=True)
+class NarrowEdit:
+    """An edit whose effect is confined to rows found cheaply (``narrow_difference``)."""
+    patterns: str  # one RE2 pattern matching wherever an added or removed pattern matches ('' none)
+    thresholds: tuple[float, float] | None  # (before, after) retrieval.min_score, when it changed
+
+
+def narrow_difference(base: Rules, edited: Rules, profile: str) -> NarrowEdit | None:
+    """When ``edited`` differs from ``base`` only in the pattern lists (_pattern_lists) and the
+    retrieval threshold, what changed: no check's verdict changes on a clean ASCII answer that no
+    changed pattern matches and that retrieved no item scoring between the two thresholds (the
+    threshold decides verdicts only through how many items score at least it; reasons that quote
+    it do change). None when anything else changed or a pattern has no RE2 form (evaluate
+    everything then)."""
+    if replace(_without_pattern_lists(base), min_score=0.0) != replace(_without_pattern_lists(edited), min_score=0.0):
         return None
     before, after = _pattern_lists(base, profile), _pattern_lists(edited, profile)
     changed: set[PatternRule] = set()
     for name in before:
         changed |= set(before[name]) ^ set(after[name])
-    if not changed:
-        return ""
-    return _alternation(tuple(sorted(changed, key=lambda r: (r.pattern, r.ignore_case))))
+    patterns = _alternation(tuple(sorted(changed, key=lambda r: (r.pattern, r.ignore_case)))) if changed else ""
+    if patterns is None:
+        return None
+    thresholds = (base.min_score, edited.min_score) if base.min_score != edited.min_score else None
+    return NarrowEdit(patterns, thresholds)
+
+
+def pattern_only_difference(base: Rules, edited: Rules, profile: str) -> str | None:
+    """``narrow_difference``'s patterns when the edit changed only pattern lists, else None."""
+    narrow = narrow_difference(base, edited, profile)
+    return narrow.patterns if narrow is not None and narrow.thresholds is None else None
 
 
 def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:

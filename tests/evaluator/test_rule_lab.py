@@ -162,6 +162,8 @@ def _edits() -> dict[str, tuple[str, dict[str, object]]]:
         "a refusal phrase added": changed("rag", "refusal_phrases", lambda xs: [*xs, "the text"]),
         "markers replaced": changed(PROFILE, "interpretation_markers", lambda xs: ["no bot says this"]),
         "the threshold changed": (PROFILE, {**lab.form_values(load_rules(), PROFILE), "min_score": 0.95}),
+        "a refusal pattern added and the threshold changed": (PROFILE, {
+            **changed(PROFILE, "refusal_patterns", lambda xs: [*xs, NEW_REFUSAL])[1], "min_score": 0.95}),
         "nothing changed": (PROFILE, lab.form_values(load_rules(), PROFILE)),
     }
 
@@ -191,3 +193,27 @@ def test_the_difference_of_an_edit_of_patterns_matches_only_the_changed_patterns
     assert not re.search(changed, "I cannot help with that", re.IGNORECASE)  # an unchanged refusal pattern
     values = lab.form_values(base, PROFILE)
     assert pattern_only_difference(base, lab.edit(base, PROFILE, {**values, "min_score": 0.6}).rules, PROFILE) is None
+
+
+def test_the_difference_of_a_threshold_edit_names_both_thresholds_and_no_pattern() -> None:
+    from evaluator.sql.compile import narrow_difference
+
+    base = load_rules()
+    values = lab.form_values(base, PROFILE)
+    narrow = narrow_difference(base, lab.edit(base, PROFILE, {**values, "min_score": 0.6}).rules, PROFILE)
+    assert narrow is not None and (narrow.patterns, narrow.thresholds) == ("", (base.min_score, 0.6))
+    both = narrow_difference(base, lab.edit(base, PROFILE, {**with_refusal(NEW_REFUSAL), "min_score": 0.6}).rules,
+                             PROFILE)
+    assert both is not None and both.thresholds == (base.min_score, 0.6)
+    assert re.search(both.patterns, "the text states it", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("key", ["allowlist", "checks"])
+def test_an_edit_beyond_patterns_and_the_threshold_has_no_narrow_difference(key: str) -> None:
+    from evaluator.sql.compile import narrow_difference
+
+    base = load_rules()
+    values = lab.form_values(base, PROFILE)
+    value = "Some New Name" if key == "allowlist" else [c for c in values["checks"] if c != "retrieval_check"]
+    edited = lab.edit(base, PROFILE, {**values, key: value, "min_score": 0.6}).rules
+    assert narrow_difference(base, edited, PROFILE) is None
