@@ -23,7 +23,7 @@ from evaluator.rules import Rules, load_rules, rules_from_text
 from evaluator.run_lookup import run_id_for
 from evaluator.staging import RunChangedError, Stage, attached, copy_back, snapshot_run, staging_area
 from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
-from evaluator.types import GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
+from evaluator.types import FLAG_NAMES, GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
 from evaluator.workers import die_with_parent, worker_pool
 
 BATCH_ROWS = 20_000
@@ -366,13 +366,15 @@ def recompute(
                     raise RunChangedError(f"run {run_name!r} was replaced or removed while it was being evaluated; "
                                           "nothing was written: run the command again")
                 evaluation_id = next_id(con, "evaluation_ids")
+                # the SQL engine's staging file holds only some responses: its counts are made here
+                tables = ("evaluations", "response_results", "check_results", "flags",
+                          *(() if engine == "sql" else ("evaluation_counts",)))
+                for table in tables:
+                    copy_back(con, alias, table, "evaluation_id = $staged",
+                              {"staged": STAGED_EVALUATION_ID, "evaluation": evaluation_id},
+                              replace={"evaluation_id": "$evaluation"})
                 if engine == "sql":
-                    duration = sql.write(con, evaluation_id)
-                else:
-                    for table in ("evaluations", "response_results", "check_results", "flags", "evaluation_counts"):
-                        copy_back(con, alias, table, "evaluation_id = $staged",
-                                  {"staged": STAGED_EVALUATION_ID, "evaluation": evaluation_id},
-                                  replace={"evaluation_id": "$evaluation"})
+                    duration = sql.counted(con, evaluation_id)
         finally:
             if engine == "sql":
                 sql.close()
@@ -432,11 +434,13 @@ def _finish_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, start
 
 class _SqlRecompute:
     """recompute with the SQL engine, in the three windows of recompute (issue 16). SQL decides
-    on the store itself in the read window (cheaper than copying the run out), and only the rows
-    it leaves to Python, with the responses ``--verify`` samples, are copied to the staging file;
-    Python decides those there, and the result is verified before the write window opens, so a
-    VerifyError writes nothing. The write window appends the rows straight from memory, without
-    spans. The bar follows DuckDB's own progress through the query (90% of it), then the rest."""
+    on the store itself in the read window (cheaper than copying the run out), writing what it
+    decides into the staging file chunk by chunk; only the rows it leaves to Python, with the
+    responses ``--verify`` samples, are copied there. Python decides those on the staging file,
+    and the sample is verified before the write window opens, so a VerifyError writes nothing.
+    The write window copies the evaluation in as the Python path's does, and counts it there
+    (the staging file holds only some responses). No spans are stored. The bar follows DuckDB's
+    own progress through the queries (90% of it), then the rest."""
 
     def __init__(self, rules: Rules, ruleset: str, profile: str, run_id: int, *, progress: bool, label: str,
                  total: int) -> None:
@@ -444,6 +448,7 @@ class _SqlRecompute:
         self.started = time.perf_counter()
         self.bar = _progress_bar(progress, total, label, ruleset)
         self.sample: list[int] = []
+        self.undecided: list[int] = []
 
     def advance(self, share: float) -> None:
         if self.bar is not None:
@@ -457,17 +462,19 @@ class _SqlRecompute:
 
     def decide(self, con: duckdb.DuckDBPyConnection, stage: Stage, verify_n: int) -> None:
         """On the store, in the read window."""
-        from evaluator.sql.engine import decide_in_sql, pick_sample  # the SQL engine builds on this module
+        from evaluator.sql.engine import decide_into, pick_sample  # the SQL engine builds on this module
 
         try:
-            self.decided = decide_in_sql(con, self.run_id, ruleset=self.ruleset, rules=self.rules,
-                                         profile=self.profile,
-                                         on_progress=(lambda share: self.advance(0.9 * share))
-                                         if self.bar is not None else None)
+            with attached(con, stage) as alias:
+                self.undecided = decide_into(con, self.run_id, alias, STAGED_EVALUATION_ID, ruleset=self.ruleset,
+                                             rules=self.rules, profile=self.profile,
+                                             on_progress=(lambda share: self.advance(0.9 * share))
+                                             if self.bar is not None else None)
             if verify_n > 0:
-                ids = self.decided.overall.column("response_id").to_pylist() + self.decided.undecided
+                ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1",
+                                                 {"run": self.run_id}).fetchall()]
                 self.sample = pick_sample(ids, verify_n)
-            python_ids = sorted(set(self.decided.undecided) | set(self.sample))
+            python_ids = sorted(set(self.undecided) | set(self.sample))
             if python_ids:
                 snapshot_run(con, self.run_id, stage, responses=python_ids)
         except BaseException:
@@ -476,27 +483,39 @@ class _SqlRecompute:
 
     def finish(self, stage: Stage, verify_n: int) -> None:
         """On the staging file: Python decides what SQL left, then the sample is verified."""
-        from evaluator.sql.engine import python_tables, verify
+        from evaluator.sql.engine import SqlRun, python_tables, verify
 
-        if not self.decided.undecided and not self.sample:
-            self.run = self.decided.with_python((CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(),
-                                                 FLAGS_SCHEMA.empty_table()))
-            return
         scon = stage.connect()
         try:
-            self.run = self.decided.with_python(python_tables(scon, self.decided.undecided, ruleset=self.ruleset,
-                                                              rules=self.rules, profile=self.profile))
+            with atomic(scon):
+                if self.undecided:
+                    checks, overall, flags = python_tables(scon, self.undecided, ruleset=self.ruleset,
+                                                           rules=self.rules, profile=self.profile)
+                    _flush(scon, [(checks, flags, overall)], STAGED_EVALUATION_ID)
+                n = int(fetch_value(scon, "SELECT count(*) FROM response_results WHERE evaluation_id = $e",
+                                    {"e": STAGED_EVALUATION_ID}))
+                _insert_evaluation(scon, STAGED_EVALUATION_ID, self.run_id, self.ruleset, self.rules, self.profile,
+                                   n, False)
             if verify_n > 0:
-                verify(scon, self.run, verify_n, ruleset=self.ruleset, rules=self.rules, profile=self.profile,
-                       sample=self.sample)
+                where = "WHERE evaluation_id = $e AND list_contains($ids, response_id)"
+
+                def staged(schema: pa.Schema, table: str, order: str, **more: object) -> pa.Table:
+                    return scon.sql(f"SELECT {', '.join(schema.names)} FROM {table} {where} ORDER BY {order}",
+                                    params={"e": STAGED_EVALUATION_ID, "ids": self.sample, **more}
+                                    ).to_arrow_table().cast(schema)
+
+                checks = staged(CHECKS_SCHEMA, "check_results", "response_id, check_name")
+                overall = staged(OVERALL_SCHEMA, "response_results", "response_id")
+                flags = staged(FLAGS_SCHEMA, "flags", "response_id, list_position($flags, flag)",  # verify's order
+                               flags=list(FLAG_NAMES))
+                verify(scon, SqlRun(checks, overall, flags, 0, 0), verify_n, ruleset=self.ruleset, rules=self.rules,
+                       profile=self.profile, sample=self.sample)
         finally:
             scon.close()
 
-    def write(self, con: duckdb.DuckDBPyConnection, evaluation_id: int) -> float:
-        """In the write window's transaction; returns the evaluation's duration."""
-        _insert_evaluation(con, evaluation_id, self.run_id, self.ruleset, self.rules, self.profile,
-                           self.run.overall.num_rows, False)
-        _flush(con, [(self.run.checks, self.run.flags, self.run.overall)], evaluation_id)
+    def counted(self, con: duckdb.DuckDBPyConnection, evaluation_id: int) -> float:
+        """In the write window's transaction, once the evaluation is copied in: its counts and
+        duration (returned)."""
         duration = _finish_evaluation(con, evaluation_id, self.started)
         self.advance(1.0)
         return duration

@@ -233,9 +233,12 @@ def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
                    p.answerability)
 
 
-def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None) -> CompiledRun | None:
+def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None,
+                ranged: bool = False) -> CompiledRun | None:
     """The run's query; with ``only`` (a relation with a ``response_id`` column, e.g. a registered
-    Arrow table) just those responses of the run."""
+    Arrow table) just those responses of the run; ``ranged``: just those with ids from ``$lo``
+    to ``$hi`` (bound at each execution; the store keeps rows in id order, so a range reads
+    only its part of the tables)."""
     comp = compiled(rules)
     prof = comp.profile(profile)
     p = prof.profile
@@ -296,6 +299,7 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
         refused.append(hit["prof_refusals"])
     case = sql_case(rules, ruleset, profile)
     restrict = f" AND r.response_id IN (SELECT response_id FROM {quote_ident(only)})" if only else ""
+    in_range = " AND {id} BETWEEN $lo AND $hi" if ranged else ""
     checks, flags = check_entries(), flag_entries()
     if any(e.sql is None for e in (*checks, *flags)):
         return None  # a check or flag with no SQL form: Python decides every row
@@ -316,7 +320,7 @@ WITH base AS (
   FROM responses r
   JOIN (SELECT *, {_norm("coalesce(question, '')")} AS nq FROM questions WHERE run_id = $run) q
     ON q.run_id = r.run_id AND q.question_id = r.question_id
-  WHERE r.run_id = $run{restrict}
+  WHERE r.run_id = $run{restrict}{in_range.format(id="r.response_id")}
 ), docs AS (  -- each chunk normalised, keyed and gated once, not once per retrieval
   SELECT chunk_key, chunk_id, text, {_norm('text')} AS ntext, {_ckey('kp')} AS key,
          {_clean('chunk_id')} AND {_clean('text')} AS clean
@@ -332,7 +336,7 @@ WITH base AS (
          count(*) FILTER (WHERE rt.score >= $min_score AND NOT isnan(rt.score)) AS n_above,
          bool_and(c.clean AND NOT coalesce(isinf(rt.score), false)) AS ret_clean
   FROM retrieved rt JOIN docs c ON c.chunk_key = rt.chunk_key
-  WHERE rt.response_id IN (SELECT response_id FROM base)
+  WHERE rt.response_id IN (SELECT response_id FROM base){in_range.format(id="rt.response_id")}
   GROUP BY rt.response_id
 ), f0 AS (
   SELECT b.*, coalesce(n_items, 0) AS n_items, coalesce(ids, []) AS ids, coalesce(keys, []) AS keys,

@@ -15,7 +15,7 @@ import os
 import random
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -30,6 +30,9 @@ from evaluator.sql.re2 import re2_compiles
 from evaluator.types import CHECK_NAMES, FLAG_NAMES, ResponseEvaluation
 
 PYTHON_BATCH = 5_000
+# Responses decided per query: a 200k-response query peaks near 1 GB (its materialised
+# features), a 1M one above 4 GB; a chunk costs one more scan of the retrieved items.
+CHUNK_ROWS = 200_000
 POLL_S = 0.25  # how often DuckDB's progress is read while the query runs
 
 
@@ -143,43 +146,122 @@ class SqlDecided:
                       pa.concat_tables([self.flags, flags]), self.overall.num_rows, len(self.undecided))
 
 
-def decide_in_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
-                  on_progress: Callable[[float], None] | None = None,
-                  only: Sequence[int] | None = None) -> SqlDecided:
-    """The rows SQL decides of run ``run_id`` held by ``con`` (read only: the store itself will
-    do), and the ids it leaves to Python (all of them when the rules have no SQL form).
-    ``on_progress(share)`` follows the query; ``only``: just these responses of the run."""
+def _decided_chunks(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
+                    on_progress: Callable[[float], None] | None, only: Sequence[int] | None,
+                    chunk_rows: int) -> Iterator[str] | None:
+    """The run decided ``chunk_rows`` responses at a time (one query each, so that memory stays
+    bounded): yields the name of a temporary table of each chunk's query (compile_run's columns),
+    dropped when the next is made. None when the rules have no SQL form (Python decides all)."""
     table = f"sql_engine_{os.getpid()}_{run_id}"
     subset = f"{table}_only" if only is not None else None
-    plan = compile_run(rules, ruleset, profile, only=subset)
+    plan = compile_run(rules, ruleset, profile, only=subset, ranged=True)
     if plan is not None and not all(re2_compiles(con, plan.params[k]) for k in plan.regexes):
         plan = None  # a pattern RE2 refuses (see re2_compiles): Python decides every row
     if plan is None:
-        ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1",
-                                         {"run": run_id}).fetchall()]
-        if only is not None:
-            wanted = set(only)
-            ids = [i for i in ids if i in wanted]
-        return SqlDecided(CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(), FLAGS_SCHEMA.empty_table(),
-                          ids)
+        return None
     params = {k: v for k, v in {**plan.params, "run": run_id}.items() if re.search(rf"\${k}\b", plan.sql)}
-    if subset is not None:
-        con.register(subset, pa.table({"response_id": pa.array(list(only or ()), pa.int64())}))
-    try:
-        _run_polled(con, f"CREATE OR REPLACE TEMP TABLE {table} AS {plan.sql}", params, on_progress)
-    finally:
+    ranges = _id_ranges(con, run_id, only, chunk_rows)
+
+    def chunks() -> Iterator[str]:
         if subset is not None:
-            con.unregister(subset)
-    try:
+            con.register(subset, pa.table({"response_id": pa.array(list(only or ()), pa.int64())}))
+        try:
+            for i, (lo, hi) in enumerate(ranges):
+                def chunk_progress(share: float, i: int = i) -> None:
+                    if on_progress is not None:
+                        on_progress((i + share) / len(ranges))
+
+                _run_polled(con, f"CREATE OR REPLACE TEMP TABLE {table} AS {plan.sql}",
+                            {**params, "lo": lo, "hi": hi}, chunk_progress if on_progress is not None else None)
+                try:
+                    yield table
+                finally:
+                    con.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        finally:
+            if subset is not None:
+                con.unregister(subset)
+
+    return chunks()
+
+
+def _all_ids(con: duckdb.DuckDBPyConnection, run_id: int, only: Sequence[int] | None) -> list[int]:
+    ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1",
+                                     {"run": run_id}).fetchall()]
+    if only is not None:
+        wanted = set(only)
+        ids = [i for i in ids if i in wanted]
+    return ids
+
+
+def _undecided(con: duckdb.DuckDBPyConnection, table: str) -> list[int]:
+    return [r[0] for r in con.execute(f"SELECT response_id FROM {table} WHERE NOT decided ORDER BY 1").fetchall()]
+
+
+def decide_in_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
+                  on_progress: Callable[[float], None] | None = None,
+                  only: Sequence[int] | None = None, chunk_rows: int = CHUNK_ROWS) -> SqlDecided:
+    """The rows SQL decides of run ``run_id`` held by ``con`` (read only: the store itself will
+    do), as Arrow tables, and the ids it leaves to Python (all of them when the rules have no SQL
+    form). ``on_progress(share)`` follows the queries; ``only``: just these responses of the run."""
+    chunks = _decided_chunks(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=on_progress,
+                             only=only, chunk_rows=chunk_rows)
+    parts: list[tuple[pa.Table, pa.Table, pa.Table]] = []
+    undecided: list[int] = []
+    for table in chunks if chunks is not None else ():
         checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
-        checks = con.sql(checks_sql).to_arrow_table().cast(CHECKS_SCHEMA)
-        flags = con.sql(flags_sql).to_arrow_table().cast(FLAGS_SCHEMA)
-        overall = con.sql(overall_sql).to_arrow_table().cast(OVERALL_SCHEMA)
-        undecided = [r[0] for r in con.execute(f"SELECT response_id FROM {table} WHERE NOT decided ORDER BY 1")
-                     .fetchall()]
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS temp.{table}")
+        parts.append((con.sql(checks_sql).to_arrow_table().cast(CHECKS_SCHEMA),
+                      con.sql(overall_sql).to_arrow_table().cast(OVERALL_SCHEMA),
+                      con.sql(flags_sql).to_arrow_table().cast(FLAGS_SCHEMA)))
+        undecided += _undecided(con, table)
+    if chunks is None:
+        undecided = _all_ids(con, run_id, only)
+    if not parts:
+        return SqlDecided(CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(), FLAGS_SCHEMA.empty_table(),
+                          undecided)
+    checks, overall, flags = (pa.concat_tables([part[k] for part in parts]) for k in range(3))
     return SqlDecided(checks, overall, flags, undecided)
+
+
+def decide_into(con: duckdb.DuckDBPyConnection, run_id: int, alias: str, evaluation_id: int, *, ruleset: str,
+                rules: Rules, profile: str, on_progress: Callable[[float], None] | None = None,
+                chunk_rows: int = CHUNK_ROWS) -> list[int]:
+    """decide_in_sql writing the rows SQL decides straight into the tables of database ``alias``
+    (attached to ``con``; the staging file) as evaluation ``evaluation_id``, chunk by chunk
+    (memory stays bounded whatever the run's size); ``con`` holds the run (responses and
+    questions give each outcome its template group). Returns the ids left to Python."""
+    from evaluator.results import IS_T3_SQL, TEMPLATE_GROUP_SQL
+
+    chunks = _decided_chunks(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=on_progress,
+                             only=None, chunk_rows=chunk_rows)
+    if chunks is None:
+        return _all_ids(con, run_id, None)
+    undecided: list[int] = []
+    e = {"evaluation": evaluation_id}
+    for table in chunks:
+        checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
+        con.execute(f"INSERT INTO {alias}.check_results SELECT $evaluation, response_id, check_name, verdict, reason, "
+                    f"spans::JSON FROM ({checks_sql})", e)
+        con.execute(f"INSERT INTO {alias}.flags SELECT $evaluation, response_id, flag, severity, spans::JSON "
+                    f"FROM ({flags_sql})", e)
+        con.execute(f"""INSERT INTO {alias}.response_results
+                        SELECT $evaluation, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
+                        FROM ({overall_sql}) o JOIN responses r ON r.response_id = o.response_id
+                        JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""", e)
+        undecided += _undecided(con, table)
+    return undecided
+
+
+def _id_ranges(con: duckdb.DuckDBPyConnection, run_id: int, only: Sequence[int] | None,
+               chunk_rows: int) -> list[tuple[int, int]]:
+    """The run's response ids (``only``: these) in ranges of ``chunk_rows``, as (first, last)."""
+    if only is not None:
+        ids = sorted(int(i) for i in only)
+        return [(ids[k], ids[min(k + chunk_rows, len(ids)) - 1]) for k in range(0, len(ids), chunk_rows)]
+    rows = con.execute("""SELECT min(response_id), max(response_id) FROM (
+                              SELECT response_id, (row_number() OVER (ORDER BY response_id) - 1) // $chunk AS k
+                              FROM responses WHERE run_id = $run)
+                          GROUP BY k ORDER BY k""", {"run": run_id, "chunk": chunk_rows}).fetchall()
+    return [(int(lo), int(hi)) for lo, hi in rows]
 
 
 def python_tables(con: duckdb.DuckDBPyConnection, ids: Sequence[int], *, ruleset: str, rules: Rules,

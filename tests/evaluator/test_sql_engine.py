@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.rule_lab import edit
 from evaluator.rules import load_rules
-from evaluator.sql.engine import VerifyError, evaluate_run_sql, verify
+from evaluator.sql.engine import VerifyError, decide_in_sql, evaluate_run_sql, verify
 from evaluator.store import connect
 
 RULES = load_rules()
@@ -137,3 +137,17 @@ def test_recompute_engine_sql_decided_on_the_store_stores_the_python_outcomes(sa
         assert _outcomes(con, a) == _outcomes(con, b)
         assert con.execute("SELECT n_responses, with_spans FROM evaluations WHERE evaluation_id = $e",
                            {"e": b}).fetchone() == (len(_outcomes(con, a)), False)
+
+
+@pytest.mark.parametrize("chunk_rows", [1, 7])
+def test_a_run_decided_in_chunks_is_decided_as_in_one_query(sample_store, chunk_rows):
+    with connect(sample_store) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'clearpath'").fetchall()[0][0]
+        whole = decide_in_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath")
+        shares: list[float] = []
+        chunked = decide_in_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath",
+                                chunk_rows=chunk_rows, on_progress=shares.append)
+    assert whole.overall.num_rows > chunk_rows  # more than one chunk
+    assert chunked.checks.equals(whole.checks) and chunked.flags.equals(whole.flags)
+    assert chunked.overall.equals(whole.overall) and chunked.undecided == whole.undecided
+    assert shares == sorted(shares) and shares[-1] == 1.0
