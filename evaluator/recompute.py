@@ -345,11 +345,12 @@ def recompute(
                 engine = "python" if with_spans else "sql"
             if engine == "sql":
                 sql = _SqlRecompute(rules, ruleset, profile, run_id, progress=progress, label=run_name, total=n)
-                sql.decide(con, stage, verify_n)
+                sql.plan(con, verify_n)
             else:
                 snapshot_run(con, run_id, stage)
         try:
             if engine == "sql":
+                sql.decide(db, stage, run_name, content_hash)
                 sql.finish(stage, verify_n)
             else:
                 scon = stage.connect()
@@ -423,10 +424,12 @@ def _insert_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_i
     )
 
 
-def _finish_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, started: float) -> float:
-    """The evaluation's counts and duration, once its rows are in; returns the duration."""
+def _finish_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, started: float, *,
+                       until: float | None = None) -> float:
+    """The evaluation's counts and duration (from ``started`` to now, or ``until``), once its rows
+    are in; returns the duration."""
     write_evaluation_counts(con, evaluation_id)
-    duration = time.perf_counter() - started
+    duration = (time.perf_counter() if until is None else until) - started
     con.execute("UPDATE evaluations SET duration_s = $duration WHERE evaluation_id = $evaluation",
                 {"duration": duration, "evaluation": evaluation_id})
     return duration
@@ -449,6 +452,8 @@ class _SqlRecompute:
         self.bar = _progress_bar(progress, total, label, ruleset)
         self.sample: list[int] = []
         self.undecided: list[int] = []
+        self.ranges: list[tuple[int, int]] = []
+        self.evaluated_at: float | None = None
 
     def advance(self, share: float) -> None:
         if self.bar is not None:
@@ -460,26 +465,47 @@ class _SqlRecompute:
             self.bar.close()
             self.bar = None
 
-    def decide(self, con: duckdb.DuckDBPyConnection, stage: Stage, verify_n: int) -> None:
-        """On the store, in the read window."""
-        from evaluator.sql.engine import decide_into, pick_sample  # the SQL engine builds on this module
+    def plan(self, con: duckdb.DuckDBPyConnection, verify_n: int) -> None:
+        """In recompute's read window: the chunks to decide, and the responses to verify."""
+        from evaluator.sql.engine import id_ranges, pick_sample  # the SQL engine builds on this module
 
         try:
-            with attached(con, stage) as alias:
-                self.undecided = decide_into(con, self.run_id, alias, STAGED_EVALUATION_ID, ruleset=self.ruleset,
-                                             rules=self.rules, profile=self.profile,
-                                             on_progress=(lambda share: self.advance(0.9 * share))
-                                             if self.bar is not None else None)
+            self.ranges = id_ranges(con, self.run_id)
             if verify_n > 0:
                 ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1",
                                                  {"run": self.run_id}).fetchall()]
                 self.sample = pick_sample(ids, verify_n)
-            python_ids = sorted(set(self.undecided) | set(self.sample))
-            if python_ids:
-                snapshot_run(con, self.run_id, stage, responses=python_ids)
         except BaseException:
             self.close()
             raise
+
+    def decide(self, db: str | os.PathLike[str] | None, stage: Stage, run_name: str, content_hash: Any) -> None:
+        """SQL decides on the store, one read window per chunk (a writer waiting for the store,
+        such as a reviewer's save, gets its turn between chunks, and pages queued behind it wait
+        for one chunk at most); then the rows left to Python are copied to the staging file."""
+        from evaluator.sql.engine import decide_into
+
+        for i, chunk in enumerate(self.ranges):
+            def chunk_progress(share: float, i: int = i) -> None:
+                self.advance(0.9 * (i + share) / len(self.ranges))
+
+            with connect(db, read_only=True) as con:
+                self._unchanged(con, run_name, content_hash)
+                with attached(con, stage) as alias:
+                    self.undecided += decide_into(
+                        con, self.run_id, alias, STAGED_EVALUATION_ID, [chunk], ruleset=self.ruleset,
+                        rules=self.rules, profile=self.profile,
+                        on_progress=chunk_progress if self.bar is not None else None)
+        python_ids = sorted(set(self.undecided) | set(self.sample))
+        if python_ids:
+            with connect(db, read_only=True) as con:
+                self._unchanged(con, run_name, content_hash)
+                snapshot_run(con, self.run_id, stage, responses=python_ids)
+
+    def _unchanged(self, con: duckdb.DuckDBPyConnection, run_name: str, content_hash: Any) -> None:
+        if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": self.run_id}) != (content_hash,):
+            raise RunChangedError(f"run {run_name!r} was replaced or removed while it was being evaluated; "
+                                  "nothing was written: run the command again")
 
     def finish(self, stage: Stage, verify_n: int) -> None:
         """On the staging file: Python decides what SQL left, then the sample is verified."""
@@ -512,11 +538,12 @@ class _SqlRecompute:
                        profile=self.profile, sample=self.sample)
         finally:
             scon.close()
+        self.evaluated_at = time.perf_counter()  # the duration is the evaluation's, not the wait for the store
 
     def counted(self, con: duckdb.DuckDBPyConnection, evaluation_id: int) -> float:
         """In the write window's transaction, once the evaluation is copied in: its counts and
         duration (returned)."""
-        duration = _finish_evaluation(con, evaluation_id, self.started)
+        duration = _finish_evaluation(con, evaluation_id, self.started, until=self.evaluated_at)
         self.advance(1.0)
         return duration
 

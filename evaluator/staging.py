@@ -9,8 +9,9 @@ steps, so reviewers are kept waiting only for the two short ones:
 3. *write window* — the store is open again for one transaction that appends the results from
    the staging file (`attached`).
 
-The SQL engines of recompute and metrics skip the copy: their one query reads the store in the
-read window, and only the rows Python must decide are copied (``snapshot_run(responses=...)``).
+The SQL engines of recompute and metrics skip the copy: their queries read the store in read
+windows (recompute: one per 200k responses), and only the rows Python must decide are copied
+(``snapshot_run(responses=...)``).
 
 The staging file has the store's own schema (the same migrations), so the pipeline's SQL runs
 unchanged against either. It lives beside the store (`STORE.staging/<pid>-…/`), is removed when

@@ -15,7 +15,7 @@ import os
 import random
 import re
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -148,10 +148,11 @@ class SqlDecided:
 
 def _decided_chunks(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
                     on_progress: Callable[[float], None] | None, only: Sequence[int] | None,
-                    chunk_rows: int) -> Iterator[str] | None:
-    """The run decided ``chunk_rows`` responses at a time (one query each, so that memory stays
-    bounded): yields the name of a temporary table of each chunk's query (compile_run's columns),
-    dropped when the next is made. None when the rules have no SQL form (Python decides all)."""
+                    ranges: Sequence[tuple[int, int]]) -> Generator[str] | None:
+    """The run decided one range of response ids at a time (``id_ranges``; one query each, so
+    that memory stays bounded): yields the name of a temporary table of each chunk's query
+    (compile_run's columns), dropped when the next is made. None when the rules have no SQL form
+    (Python decides all). Close it when leaving early (contextlib.closing)."""
     table = f"sql_engine_{os.getpid()}_{run_id}"
     subset = f"{table}_only" if only is not None else None
     plan = compile_run(rules, ruleset, profile, only=subset, ranged=True)
@@ -160,9 +161,8 @@ def _decided_chunks(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str
     if plan is None:
         return None
     params = {k: v for k, v in {**plan.params, "run": run_id}.items() if re.search(rf"\${k}\b", plan.sql)}
-    ranges = _id_ranges(con, run_id, only, chunk_rows)
 
-    def chunks() -> Iterator[str]:
+    def chunks() -> Generator[str]:
         if subset is not None:
             con.register(subset, pa.table({"response_id": pa.array(list(only or ()), pa.int64())}))
         try:
@@ -204,17 +204,19 @@ def decide_in_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, 
     do), as Arrow tables, and the ids it leaves to Python (all of them when the rules have no SQL
     form). ``on_progress(share)`` follows the queries; ``only``: just these responses of the run."""
     chunks = _decided_chunks(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=on_progress,
-                             only=only, chunk_rows=chunk_rows)
+                             only=only, ranges=id_ranges(con, run_id, only, chunk_rows))
+    if chunks is None:
+        return SqlDecided(CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(), FLAGS_SCHEMA.empty_table(),
+                          _all_ids(con, run_id, only))
     parts: list[tuple[pa.Table, pa.Table, pa.Table]] = []
     undecided: list[int] = []
-    for table in chunks if chunks is not None else ():
-        checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
-        parts.append((con.sql(checks_sql).to_arrow_table().cast(CHECKS_SCHEMA),
-                      con.sql(overall_sql).to_arrow_table().cast(OVERALL_SCHEMA),
-                      con.sql(flags_sql).to_arrow_table().cast(FLAGS_SCHEMA)))
-        undecided += _undecided(con, table)
-    if chunks is None:
-        undecided = _all_ids(con, run_id, only)
+    with contextlib.closing(chunks):
+        for table in chunks:
+            checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
+            parts.append((con.sql(checks_sql).to_arrow_table().cast(CHECKS_SCHEMA),
+                          con.sql(overall_sql).to_arrow_table().cast(OVERALL_SCHEMA),
+                          con.sql(flags_sql).to_arrow_table().cast(FLAGS_SCHEMA)))
+            undecided += _undecided(con, table)
     if not parts:
         return SqlDecided(CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(), FLAGS_SCHEMA.empty_table(),
                           undecided)
@@ -222,40 +224,42 @@ def decide_in_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, 
     return SqlDecided(checks, overall, flags, undecided)
 
 
-def decide_into(con: duckdb.DuckDBPyConnection, run_id: int, alias: str, evaluation_id: int, *, ruleset: str,
-                rules: Rules, profile: str, on_progress: Callable[[float], None] | None = None,
-                chunk_rows: int = CHUNK_ROWS) -> list[int]:
-    """decide_in_sql writing the rows SQL decides straight into the tables of database ``alias``
-    (attached to ``con``; the staging file) as evaluation ``evaluation_id``, chunk by chunk
-    (memory stays bounded whatever the run's size); ``con`` holds the run (responses and
-    questions give each outcome its template group). Returns the ids left to Python."""
+def decide_into(con: duckdb.DuckDBPyConnection, run_id: int, alias: str, evaluation_id: int,
+                ranges: Sequence[tuple[int, int]], *, ruleset: str, rules: Rules, profile: str,
+                on_progress: Callable[[float], None] | None = None) -> list[int]:
+    """decide_in_sql for the responses in ``ranges`` (``id_ranges``), writing the rows SQL decides
+    straight into the tables of database ``alias`` (attached to ``con``; the staging file) as
+    evaluation ``evaluation_id``, chunk by chunk (memory stays bounded whatever the run's size);
+    ``con`` holds the run (responses and questions give each outcome its template group).
+    Returns the ids left to Python."""
     from evaluator.results import IS_T3_SQL, TEMPLATE_GROUP_SQL
 
     chunks = _decided_chunks(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=on_progress,
-                             only=None, chunk_rows=chunk_rows)
+                             only=None, ranges=ranges)
     if chunks is None:
-        return _all_ids(con, run_id, None)
+        return [i for i in _all_ids(con, run_id, None) if any(lo <= i <= hi for lo, hi in ranges)]
     undecided: list[int] = []
     e = {"evaluation": evaluation_id}
-    for table in chunks:
-        checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
-        con.execute(f"INSERT INTO {alias}.check_results SELECT $evaluation, response_id, check_name, verdict, reason, "
-                    f"spans::JSON FROM ({checks_sql})", e)
-        con.execute(f"INSERT INTO {alias}.flags SELECT $evaluation, response_id, flag, severity, spans::JSON "
-                    f"FROM ({flags_sql})", e)
-        con.execute(f"""INSERT INTO {alias}.response_results
-                        SELECT $evaluation, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
-                        FROM ({overall_sql}) o JOIN responses r ON r.response_id = o.response_id
-                        JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""", e)
-        undecided += _undecided(con, table)
+    with contextlib.closing(chunks):
+        for table in chunks:
+            checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
+            con.execute(f"INSERT INTO {alias}.check_results SELECT $evaluation, response_id, check_name, verdict, "
+                        f"reason, spans::JSON FROM ({checks_sql})", e)
+            con.execute(f"INSERT INTO {alias}.flags SELECT $evaluation, response_id, flag, severity, spans::JSON "
+                        f"FROM ({flags_sql})", e)
+            con.execute(f"""INSERT INTO {alias}.response_results
+                            SELECT $evaluation, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
+                            FROM ({overall_sql}) o JOIN responses r ON r.response_id = o.response_id
+                            JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""", e)
+            undecided += _undecided(con, table)
     return undecided
 
 
-def _id_ranges(con: duckdb.DuckDBPyConnection, run_id: int, only: Sequence[int] | None,
-               chunk_rows: int) -> list[tuple[int, int]]:
+def id_ranges(con: duckdb.DuckDBPyConnection, run_id: int, only: Sequence[int] | None = None,
+              chunk_rows: int = CHUNK_ROWS) -> list[tuple[int, int]]:
     """The run's response ids (``only``: these) in ranges of ``chunk_rows``, as (first, last)."""
     if only is not None:
-        ids = sorted(int(i) for i in only)
+        ids = sorted({int(i) for i in only})
         return [(ids[k], ids[min(k + chunk_rows, len(ids)) - 1]) for k in range(0, len(ids), chunk_rows)]
     rows = con.execute("""SELECT min(response_id), max(response_id) FROM (
                               SELECT response_id, (row_number() OVER (ORDER BY response_id) - 1) // $chunk AS k
