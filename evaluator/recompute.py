@@ -436,9 +436,9 @@ def _finish_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int, start
 
 
 class _SqlRecompute:
-    """recompute with the SQL engine, in the three windows of recompute (issue 16). SQL decides
-    on the store itself in the read window (cheaper than copying the run out), writing what it
-    decides into the staging file chunk by chunk; only the rows it leaves to Python, with the
+    """recompute with the SQL engine, in the windows of recompute (issue 16). SQL decides on the
+    store itself (cheaper than copying the run out), one read window per chunk of responses,
+    writing what it decides into the staging file; only the rows it leaves to Python, with the
     responses ``--verify`` samples, are copied there. Python decides those on the staging file,
     and the sample is verified before the write window opens, so a VerifyError writes nothing.
     The write window copies the evaluation in as the Python path's does, and counts it there
