@@ -550,35 +550,20 @@ class _SqlRecompute:
 
 def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: int) -> None:
     """Append the evaluated batches set-wise: response outcomes, check results, flags."""
-    from evaluator.results import IS_T3_SQL, TEMPLATE_GROUP_SQL
+    from evaluator.results import APPEND_SQL
 
     if not done:
         return
     checks, flags, overall = (pa.concat_tables([results[i] for results in done]) for i in range(3))
     done.clear()
-    if overall.num_rows:
-        con.register("o", overall)
-        try:
-            con.execute(
-                f"""INSERT INTO response_results
-                    SELECT $evaluation, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
-                    FROM o JOIN responses r ON r.response_id = o.response_id
-                    JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""",
-                {"evaluation": evaluation_id},
-            )
-        finally:
-            con.unregister("o")
-    for table, data, select in (
-        ("check_results", checks, "SELECT $evaluation, response_id, check_name, verdict, reason, spans::JSON FROM t"),
-        ("flags", flags, "SELECT $evaluation, response_id, flag, severity, spans::JSON FROM t"),
-    ):
+    for table, data in (("response_results", overall), ("check_results", checks), ("flags", flags)):
         if not data.num_rows:
             continue
-        con.register("t", data)
+        con.register("evaluated_rows", data)
         try:
-            con.execute(f"INSERT INTO {table} {select}", {"evaluation": evaluation_id})
+            con.execute(APPEND_SQL[table].format(into="", rows="evaluated_rows"), {"evaluation": evaluation_id})
         finally:
-            con.unregister("t")
+            con.unregister("evaluated_rows")
 
 
 def _evaluate_all(

@@ -12,6 +12,19 @@ TEMPLATE_GROUP_SQL = """
 """
 IS_T3_SQL = "(coalesce(r.template = 'T3', false) OR coalesce(q.expected_template = 'T3', false))"
 
+# An evaluator's rows appended as evaluation $evaluation, per table: ``{rows}`` is a relation of
+# the engine's columns (recompute.CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA), ``{into}`` the
+# database prefix ('' or 'alias.'); responses and questions give each outcome its template group.
+APPEND_SQL = {
+    "response_results": f"""INSERT INTO {{into}}response_results
+        SELECT $evaluation, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
+        FROM {{rows}} o JOIN responses r ON r.response_id = o.response_id
+        JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""",
+    "check_results": """INSERT INTO {into}check_results
+        SELECT $evaluation, response_id, check_name, verdict, reason, spans::JSON FROM {rows}""",
+    "flags": "INSERT INTO {into}flags SELECT $evaluation, response_id, flag, severity, spans::JSON FROM {rows}",
+}
+
 
 def write_response_results(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int) -> None:
     """Overall = every check that is not N/A passed (SPEC §4), for the responses the evaluation has checks of."""

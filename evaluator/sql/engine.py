@@ -3,9 +3,10 @@
 ``evaluate_run_sql`` returns the rows recompute writes - check results, response outcomes,
 raised flags (Arrow tables, no spans) - deciding in SQL every row compile.py can decide and
 handing the rest to the Python reference (``evaluate_batch``). Its two halves apart:
-``decide_in_sql`` (recompute runs it on the store in its read window) and ``python_tables``
-(on the staging file, with just the rows SQL left). ``verify`` re-evaluates a random sample
-in Python and raises ``VerifyError`` naming the first difference.
+``decide_in_sql`` (or ``decide_into``, which recompute runs on the store, writing into the
+staging file) and ``python_tables`` (on the staging file, with just the rows SQL left).
+``verify`` re-evaluates a random sample in Python and raises ``VerifyError`` naming the first
+difference.
 """
 
 from __future__ import annotations
@@ -217,9 +218,7 @@ def decide_in_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, 
                           con.sql(overall_sql).to_arrow_table().cast(OVERALL_SCHEMA),
                           con.sql(flags_sql).to_arrow_table().cast(FLAGS_SCHEMA)))
             undecided += _undecided(con, table)
-    if not parts:
-        return SqlDecided(CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(), FLAGS_SCHEMA.empty_table(),
-                          undecided)
+    parts = parts or [(CHECKS_SCHEMA.empty_table(), OVERALL_SCHEMA.empty_table(), FLAGS_SCHEMA.empty_table())]
     checks, overall, flags = (pa.concat_tables([part[k] for part in parts]) for k in range(3))
     return SqlDecided(checks, overall, flags, undecided)
 
@@ -232,25 +231,20 @@ def decide_into(con: duckdb.DuckDBPyConnection, run_id: int, alias: str, evaluat
     evaluation ``evaluation_id``, chunk by chunk (memory stays bounded whatever the run's size);
     ``con`` holds the run (responses and questions give each outcome its template group).
     Returns the ids left to Python."""
-    from evaluator.results import IS_T3_SQL, TEMPLATE_GROUP_SQL
+    from evaluator.results import APPEND_SQL
 
     chunks = _decided_chunks(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=on_progress,
                              only=None, ranges=ranges)
     if chunks is None:
         return [i for i in _all_ids(con, run_id, None) if any(lo <= i <= hi for lo, hi in ranges)]
     undecided: list[int] = []
-    e = {"evaluation": evaluation_id}
     with contextlib.closing(chunks):
         for table in chunks:
             checks_sql, flags_sql, overall_sql = _unpivot_sql(table)
-            con.execute(f"INSERT INTO {alias}.check_results SELECT $evaluation, response_id, check_name, verdict, "
-                        f"reason, spans::JSON FROM ({checks_sql})", e)
-            con.execute(f"INSERT INTO {alias}.flags SELECT $evaluation, response_id, flag, severity, spans::JSON "
-                        f"FROM ({flags_sql})", e)
-            con.execute(f"""INSERT INTO {alias}.response_results
-                            SELECT $evaluation, o.response_id, o.overall, {IS_T3_SQL}, {TEMPLATE_GROUP_SQL}
-                            FROM ({overall_sql}) o JOIN responses r ON r.response_id = o.response_id
-                            JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id""", e)
+            for target, rows in (("check_results", checks_sql), ("flags", flags_sql),
+                                 ("response_results", overall_sql)):
+                con.execute(APPEND_SQL[target].format(into=f"{alias}.", rows=f"({rows})"),
+                            {"evaluation": evaluation_id})
             undecided += _undecided(con, table)
     return undecided
 
