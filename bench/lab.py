@@ -4,10 +4,10 @@ Generates a run (bench.generate), ingests it and stores its evaluation under the
 (t3_aware) through the real CLI, then, in a fresh process, does what the Rule lab page does when
 an edit is made and "Preview" is pressed (four edits in turn: a refusal pattern many answers
 match, one few match, a threshold, an allowlist name): read the run's rows, read the base's stored verdicts,
-evaluate the run under the edited rules (the SQL engine: an edit of pattern lists and the
-threshold re-evaluates only the responses it can change) and compare. It prints each part's seconds, the first
-time and again (cached); the run's rows and the base's verdicts are read by the first edit and
-cached for the next ones, as on the page.
+evaluate the run under the edited rules (the SQL engine: an edit of pattern lists, the
+threshold and the allowlist re-evaluates only the responses it can change) and compare. It prints
+each part's seconds, the first time and again (cached); the run's rows and the base's verdicts
+are read by the first edit and cached for the next ones, as on the page.
 
     python -m bench.lab [--rows 100000] [--workdir DIR] [--keep] [--out bench/]
 """
@@ -37,14 +37,15 @@ RARE_REFUSAL = "not something I can discuss"  # one few answers say
 def _edits(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The edits timed: a pattern many answers match, one few match, a threshold (which
     re-evaluates the responses that retrieved an item scoring between the two thresholds), and
-    an allowlist name (which re-evaluates every response)."""
+    an allowlist name (which re-evaluates the responses whose answer holds the name, and those
+    whose answer is not plain ASCII)."""
     return {
         f"refusal pattern '{NEW_REFUSAL}' added (matches many answers)":
             {**values, "refusal_patterns": f"{values['refusal_patterns']}\n{NEW_REFUSAL}"},
         f"refusal pattern '{RARE_REFUSAL}' added (matches few)":
             {**values, "refusal_patterns": f"{values['refusal_patterns']}\n{RARE_REFUSAL}"},
         "threshold 0.35 -> 0.5 (responses with a score between re-evaluated)": {**values, "min_score": 0.5},
-        "allowlist name added (every response re-evaluated)":
+        "allowlist name added (answers naming it re-evaluated)":
             {**values, "allowlist": f"{values['allowlist']}\nSome New Name".strip()},
     }
 

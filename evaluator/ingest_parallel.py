@@ -18,7 +18,9 @@ import ctypes
 import hashlib
 import itertools
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -27,10 +29,10 @@ from typing import Any
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from evaluator.ingest_fast import add_plain_record
 from evaluator.readers import BLOCK_SIZE, BOM, InputError, duplicate_key
+from evaluator.spill import SpilledBatches, moved
 from evaluator.workers import die_with_parent, stop_workers, worker_pool
 
 PARALLEL_FROM_BYTES = 64 << 20  # below this, starting workers costs more than it saves
@@ -46,9 +48,9 @@ QUESTION_FIELDS = ("expected_template", "expected_routing", "gold_answers", "exp
 class Piece:
     """What a worker made of its piece of the file: rows and lines counted from the piece's start."""
 
-    responses: list[pa.RecordBatch]
-    retrieved: list[pa.RecordBatch]
-    recorded: pa.Table
+    responses: SpilledBatches  # in files (evaluator.spill): a piece is not sent through a pipe
+    retrieved: SpilledBatches
+    recorded: SpilledBatches
     questions: dict[str, list[Any]]
     chunks: dict[str, list[Any]]
     n_responses: int
@@ -67,11 +69,12 @@ class Joined:
     questions: dict[str, int] = field(default_factory=dict)  # question id -> its index in columns.questions
 
 
-def read_plain_jsonl(path: Path, *, workers: int | None = None,
+def read_plain_jsonl(path: Path, folder: str, *, workers: int | None = None,
                      new_bar: Callable[[], Any] | None = None) -> tuple[Any, str] | None:
     """(ingest.Columns, sha256 of the file) of a plain JSONL file of PARALLEL_FROM_BYTES or more
     read by worker processes, or None: the file is smaller, or not plain (see the module).
-    `new_bar`: makes the progress bar (tqdm, or None) told the responses read, a piece at a time."""
+    `folder`: where the columns' batches are kept; `new_bar`: makes the progress bar (tqdm, or
+    None) told the responses read, a piece at a time."""
     try:
         size = path.stat().st_size
     except OSError:  # the ordinary reader names the problem
@@ -81,7 +84,7 @@ def read_plain_jsonl(path: Path, *, workers: int | None = None,
         return None
     bar = new_bar() if new_bar is not None else None
     try:
-        return read_pieces(path, workers, bar=bar)
+        return read_pieces(path, workers, folder=folder, bar=bar)
     except (OSError, BrokenProcessPool):  # a worker could not read or was killed: read it here
         return None
     finally:
@@ -89,33 +92,41 @@ def read_plain_jsonl(path: Path, *, workers: int | None = None,
             bar.close()
 
 
-def read_pieces(path: Path, workers: int, pieces: int | None = None, *, bar: Any = None) -> tuple[Any, str] | None:
+def read_pieces(path: Path, workers: int, pieces: int | None = None, *, folder: str | os.PathLike[str],
+                bar: Any = None) -> tuple[Any, str] | None:
     """read_plain_jsonl for any file size, in `pieces` pieces (default: PIECES_PER_WORKER a worker)."""
     from evaluator.ingest import Columns
 
     bounds = _piece_bounds(path, pieces or workers * PIECES_PER_WORKER)
-    joined = Joined(Columns())
+    # The pieces' files go in a folder of their own, removed when the file is read the ordinary way.
+    own = tempfile.mkdtemp(prefix="pieces-", dir=folder)
+    joined = Joined(Columns(own))
     _warm_up_arrow()
-    with worker_pool(workers, _init_worker, (os.getpid(),)) as pool:
-        futures = [pool.submit(read_piece, str(path), start, end) for start, end in bounds]
-        digest = _file_digest(path)  # while the workers read
-        for future in futures:
-            piece = future.result()
-            if piece is None or not _join(joined, piece):
-                stop_workers(pool)  # the rest is read again the ordinary way
-                return None
-            if bar is not None:
-                bar.update(piece.n_responses)
-    columns = joined.columns
-    if not columns.n_responses or _pairs_repeat(columns.response_batches):
-        return None
-    return columns, digest
+    read = None
+    try:
+        with worker_pool(workers, _init_worker, (os.getpid(),)) as pool:
+            futures = [pool.submit(read_piece, str(path), start, end, own) for start, end in bounds]
+            digest = _file_digest(path)  # while the workers read
+            for future in futures:
+                piece = future.result()
+                if piece is None or not _join(joined, piece):
+                    stop_workers(pool)  # the rest is read again the ordinary way
+                    return None
+                if bar is not None:
+                    bar.update(piece.n_responses)
+        columns = joined.columns
+        if columns.n_responses and not _pairs_repeat(columns.response_batches):
+            read = columns, digest
+        return read
+    finally:
+        if read is None:
+            shutil.rmtree(own, ignore_errors=True)
 
 
 def _warm_up_arrow() -> None:
     """Arrow sets itself up on first use (about 0.2 s of CPU); done once here, before the workers
     are forked, rather than in each of them."""
-    _moved(pa.RecordBatch.from_pydict({"row": [0], "text": [""]}), 1)
+    moved(pa.RecordBatch.from_pydict({"row": [0], "text": [""]}), 1)
 
 
 def _init_worker(parent_pid: int) -> None:
@@ -161,12 +172,12 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_piece(path: str, start: int, end: int) -> Piece | None:
-    """The records of bytes [start, end) of a JSONL file through the quick pass, or None at the
-    first record it does not take (worker side)."""
+def read_piece(path: str, start: int, end: int, folder: str) -> Piece | None:
+    """The records of bytes [start, end) of a JSONL file through the quick pass, their batches in
+    files in `folder`, or None at the first record it does not take (worker side)."""
     from evaluator.ingest import BATCH_ROWS, Columns, known_to_ingest
 
-    cols = Columns()
+    cols = Columns(folder)
     seen: dict[tuple[str, str], int] = {}
     questions_seen: dict[str, int] = {}
     chunk_keys: dict[tuple[str, str], str] = {}
@@ -191,8 +202,8 @@ def read_piece(path: str, start: int, end: int) -> Piece | None:
         row += 1
         if row % BATCH_ROWS == 0:
             cols.flush()
-    cols.flush()
-    return Piece(cols.response_batches, cols.retrieved_batches, cols.recorded_table(), cols.questions, cols.chunks,
+    cols.close()
+    return Piece(cols.response_batches, cols.retrieved_batches, cols.recorded_batches, cols.questions, cols.chunks,
                  cols.n_responses, line_no, cols.any_template)
 
 
@@ -219,9 +230,9 @@ def _join(joined: Joined, piece: Piece) -> bool:
     if not _join_questions(joined, piece.questions):
         return False
     rows, lines = joined.rows, joined.lines
-    cols.response_batches.extend(_moved(batch, rows, lines) for batch in piece.responses)
-    cols.retrieved_batches.extend(_moved(batch, rows) for batch in piece.retrieved)
-    cols.recorded_tables.append(_moved(piece.recorded, rows))
+    cols.response_batches.extend(piece.responses, rows, lines)
+    cols.retrieved_batches.extend(piece.retrieved, rows)
+    cols.recorded_batches.extend(piece.recorded, rows)
     for key, chunk_id, text in zip(piece.chunks["chunk_key"], piece.chunks["chunk_id"], piece.chunks["text"],
                                    strict=True):
         if key not in joined.chunk_keys:
@@ -263,18 +274,8 @@ def _join_questions(joined: Joined, questions: dict[str, list[Any]]) -> bool:
     return True
 
 
-def _moved(batch: Any, rows: int, lines: int | None = None) -> Any:
-    """A piece's batch (or table) with its rows (and source lines) counted from the file's start."""
-    if rows:
-        batch = batch.set_column(batch.schema.get_field_index("row"), "row", pc.add(batch["row"], rows))
-    if lines:
-        index = batch.schema.get_field_index("source_line")
-        batch = batch.set_column(index, "source_line", pc.add(batch["source_line"], lines))
-    return batch
-
-
-def _pairs_repeat(batches: list[pa.RecordBatch]) -> bool:
+def _pairs_repeat(batches: SpilledBatches) -> bool:
     """True when a (question_id, provider) pair comes twice (across pieces: a worker refuses a pair
     repeated within its own piece)."""
-    table = pa.Table.from_batches(batches).select(["question_id", "provider"])
+    table = batches.table(["question_id", "provider"])
     return table.group_by(["question_id", "provider"]).aggregate([]).num_rows != table.num_rows

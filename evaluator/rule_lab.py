@@ -307,31 +307,44 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
                     ruleset: str, profile: str) -> Verdicts:
     """The run's verdicts under ``edited``, given ``before``, its verdicts under ``base``: when the
     edit only adds or removes patterns of lists each tested as one match over the answer (refusal,
-    redirect, substantive, abstention, phrases, markers) and changes the retrieval threshold, only
-    the responses where a changed pattern matches (or whose answer is not plain ASCII, where
-    Python decides) or that retrieved an item scoring between the two thresholds can change, and
-    only those are evaluated again (evaluator.sql.compile.narrow_difference); any other edit
-    evaluates every response. The preview thus shows what the edit changes: when ``before`` was
-    read from a stored evaluation, the other responses keep its verdicts."""
-    from evaluator.sql.compile import narrow_difference
+    redirect, substantive, abstention, phrases, markers), changes the retrieval threshold and adds
+    or removes names of the profile's allowlist, only the responses where a changed pattern matches
+    or whose answer holds a changed name (every piece of it, case-insensitively), or whose answer
+    is not plain ASCII (where Python decides), or that retrieved an item scoring between the two
+    thresholds can change, and only those are evaluated again
+    (evaluator.sql.compile.narrow_difference, allowlist_pieces); any other edit evaluates every
+    response. The preview thus shows what the edit changes: when ``before`` was read from a stored
+    evaluation, the other responses keep its verdicts."""
+    from evaluator.sql.compile import allowlist_pieces, narrow_difference
     from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
 
     started = time.perf_counter()
     narrow = narrow_difference(base, edited, profile)
     if narrow is None or (narrow.patterns and not re2_compiles(con, narrow.patterns)):
         return evaluate_rows(con, rows, edited, ruleset, profile)
+    pieces = allowlist_pieces(narrow.allowlist)
+    if pieces is None:
+        return evaluate_rows(con, rows, edited, ruleset, profile)
     params: dict[str, object] = {"run": rows.run_id}
     can_change = ["false"]
+    columns = "response_id, answer"
+    if narrow.patterns or narrow.allowlist:
+        can_change.append(f"NOT {CLEAN_SQL.format(x='answer')}")
     if narrow.patterns:
-        can_change.append(f"NOT {CLEAN_SQL.format(x='answer')} OR regexp_matches(coalesce(answer, ''), $changed)")
+        can_change.append("regexp_matches(coalesce(answer, ''), $changed)")
         params["changed"] = narrow.patterns
+    if pieces:
+        columns += ", lower(coalesce(answer, '')) AS low"
+        can_change.append("len(list_filter($names, lambda ps: list_bool_and(list_transform(ps, "
+                          "lambda p: contains(low, p))))) > 0")
+        params["names"] = pieces
     if narrow.thresholds is not None:
         can_change.append("response_id IN (SELECT response_id FROM retrieved "
                           "WHERE (score >= $before_score) <> (score >= $after_score))")
         params["before_score"], params["after_score"] = narrow.thresholds
     candidates = [r[0] for r in con.execute(
-        f"""SELECT response_id FROM responses WHERE run_id = $run AND ({' OR '.join(can_change)})
-            ORDER BY response_id""", params).fetchall()]
+        f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)
+            WHERE {' OR '.join(can_change)} ORDER BY response_id""", params).fetchall()]
     passed, checks = list(before.passed), list(before.checks)
     if candidates:
         at = {rid: i for i, rid in enumerate(rows.ids)}
@@ -376,7 +389,7 @@ def cached_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], ro
                     ruleset: str, profile: str, *, base: tuple[Rules, Verdicts] | None = None) -> Verdicts:
     """The run's verdicts under these rules, computed once per (run, rules hash, rule set, profile);
     with ``base`` (rules and their verdicts on this run), re-evaluating only what an edit of
-    pattern lists can change (``reevaluate_rows``)."""
+    pattern lists, the threshold or the allowlist can change (``reevaluate_rows``)."""
     def make() -> Verdicts:
         if base is None:
             return evaluate_rows(con, rows, rules, ruleset, profile)

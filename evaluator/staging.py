@@ -93,21 +93,26 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _remove_abandoned(folder: Path) -> None:
-    """Staging left by commands that were killed (their pid is gone)."""
+def remove_abandoned(folder: Path) -> None:
+    """Folders in `folder` left by commands that were killed (named "<pid>-...", the pid gone)."""
     for entry in folder.iterdir() if folder.is_dir() else ():
         pid_text = entry.name.split("-", 1)[0]
         if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
             shutil.rmtree(entry, ignore_errors=True)
 
 
+def staging_folder(db: str | os.PathLike[str] | None) -> Path:
+    """The folder next to the store where commands stage what they write (one folder each)."""
+    store_path = resolve_db_path(db)
+    return store_path.with_name(store_path.name + ".staging")
+
+
 @contextmanager
 def staging_area(db: str | os.PathLike[str] | None) -> Iterator[Stage]:
     """A fresh staging file with the store's schema, removed afterwards whatever happens."""
-    store_path = resolve_db_path(db)
-    parent = store_path.with_name(store_path.name + ".staging")
+    parent = staging_folder(db)
     parent.mkdir(parents=True, exist_ok=True)
-    _remove_abandoned(parent)
+    remove_abandoned(parent)
     folder = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent))
     try:
         stage = Stage(folder / "stage.duckdb")

@@ -399,6 +399,20 @@ def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection
     con.execute("COMMIT")
 
 
+@contextmanager
+def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB's memory limit for the connection's instance (every cursor of it) while the block
+    runs, then DuckDB's default again (nothing else sets one; the setting reads back rounded, so
+    it could not be put back exactly). The default, most of the machine's memory, lets DuckDB keep
+    every block of a large write cached in the process; under a limit, blocks already written to
+    the file are simply dropped."""
+    con.execute("SET memory_limit = $limit", {"limit": limit})
+    try:
+        yield con
+    finally:
+        con.execute("RESET memory_limit")
+
+
 def applied_versions(con: duckdb.DuckDBPyConnection) -> list[int]:
     exists = fetch_value(
         con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 
 from evaluator.errors import UsageError
 from evaluator.ingest import DuplicateRunError, prepare_run, store_run_staged
 from evaluator.readers import ALL_FORMATS
+from evaluator.staging import staging_folder
 
 HELP = ("ingest a run file (JSONL, JSON, wide or long CSV, Parquet; InspectorRAGet, promptfoo or Inspect AI "
         "JSON; any table through --map); prints the run name")
@@ -32,12 +34,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    # Validate before opening the store: bad input never creates or touches a store.
-    prepared = prepare_run(args.path, name=args.name, fmt=args.format, profile=args.profile,
-                           progress=sys.stderr.isatty(), column_map=args.column_map, rules=args.rules)
-    try:  # built in a staging file; the store is held only to copy it in
-        result = store_run_staged(args.db, prepared, replace=args.replace, drop_overrides=args.drop_overrides)
-    except DuplicateRunError as exc:
-        raise UsageError(f"{args.path}: {exc}") from None
+    # The run's batches wait on the store's disk (not in memory, nor in a /tmp that may be RAM),
+    # when the store's folder exists: bad input never creates or touches a store.
+    staging = staging_folder(args.db)
+    spill_to = staging if staging.parent.is_dir() else None
+    try:
+        prepared = prepare_run(args.path, name=args.name, fmt=args.format, profile=args.profile,
+                               progress=sys.stderr.isatty(), column_map=args.column_map, rules=args.rules,
+                               spill_to=spill_to)
+        try:  # built in a staging file; the store is held only to copy it in
+            result = store_run_staged(args.db, prepared, replace=args.replace, drop_overrides=args.drop_overrides)
+        except DuplicateRunError as exc:
+            raise UsageError(f"{args.path}: {exc}") from None
+        finally:
+            prepared.folder.cleanup()
+    finally:
+        if spill_to is not None:
+            with contextlib.suppress(OSError):
+                spill_to.rmdir()  # only when empty: another command may be staging there
     print(result.name)
     return 0

@@ -183,12 +183,20 @@ def _pattern_lists(rules: Rules, profile: str) -> dict[str, tuple[PatternRule, .
     }
 
 
-def _without_pattern_lists(rules: Rules) -> Rules:
-    """``rules`` with the lists of _pattern_lists emptied, and what is not a rule (text, source,
-    hash) blanked: two rules that differ only in those lists are equal here."""
-    return replace(rules, refusal=(), redirect=(), substantive=(), refusal_phrases=(),
+def _without_narrowable(rules: Rules) -> Rules:
+    """``rules`` with the lists of _pattern_lists and the profiles' allowlists emptied, the
+    retrieval threshold zeroed, and what is not a rule (text, source, hash) blanked: two rules
+    that differ only in those are equal here."""
+    return replace(rules, refusal=(), redirect=(), substantive=(), refusal_phrases=(), min_score=0.0,
                    abstention=replace(rules.abstention, patterns=()), text="", source="", hash="",
-                   profiles=tuple(replace(p, interpretation_markers=(), refusal_phrases=()) for p in rules.profiles))
+                   profiles=tuple(replace(p, interpretation_markers=(), refusal_phrases=(), allowlist=())
+                                  for p in rules.profiles))
+
+
+def _allowlist(rules: Rules, profile: str) -> frozenset[str]:
+    """The profile's allowlist as both engines compare it with a candidate: norm_term of each name
+    (evaluator.matchers.CompiledProfile.allowlist, the ``$allowlist`` of compile_run)."""
+    return frozenset(norm_term(a) for a in rules.profile(profile).allowlist)
 
 
 @dataclass(frozen=True)
@@ -196,16 +204,19 @@ class NarrowEdit:
     """An edit whose effect is confined to rows found cheaply (``narrow_difference``)."""
     patterns: str  # one RE2 pattern matching wherever an added or removed pattern matches ('' none)
     thresholds: tuple[float, float] | None  # (before, after) retrieval.min_score, when it changed
+    allowlist: tuple[str, ...] = ()  # the profile's allowlisted names added or removed (norm_term), sorted
 
 
 def narrow_difference(base: Rules, edited: Rules, profile: str) -> NarrowEdit | None:
-    """When ``edited`` differs from ``base`` only in the pattern lists (_pattern_lists) and the
-    retrieval threshold, what changed: no check's verdict changes on a clean ASCII answer that no
-    changed pattern matches and that retrieved no item scoring between the two thresholds (the
-    threshold decides verdicts only through how many items score at least it; reasons that quote
-    it do change). None when anything else changed or a pattern has no RE2 form (evaluate
-    everything then)."""
-    if replace(_without_pattern_lists(base), min_score=0.0) != replace(_without_pattern_lists(edited), min_score=0.0):
+    """When ``edited`` differs from ``base`` only in the pattern lists (_pattern_lists), the
+    retrieval threshold and the profile's allowlist, what changed: no check's verdict changes on a
+    clean ASCII answer that no changed pattern matches, that retrieved no item scoring between the
+    two thresholds (the threshold decides verdicts only through how many items score at least it;
+    reasons that quote it do change) and that holds no changed name (``allowlist_pieces``; the
+    allowlist decides only whether a proper noun is verified). None when anything else changed or a
+    pattern has no RE2 form (evaluate everything then). Other profiles' allowlists and pattern lists
+    play no part in this profile's verdicts."""
+    if _without_narrowable(base) != _without_narrowable(edited):
         return None
     before, after = _pattern_lists(base, profile), _pattern_lists(edited, profile)
     changed: set[PatternRule] = set()
@@ -215,13 +226,43 @@ def narrow_difference(base: Rules, edited: Rules, profile: str) -> NarrowEdit | 
     if patterns is None:
         return None
     thresholds = (base.min_score, edited.min_score) if base.min_score != edited.min_score else None
-    return NarrowEdit(patterns, thresholds)
+    names = tuple(sorted(_allowlist(base, profile) ^ _allowlist(edited, profile)))
+    return NarrowEdit(patterns, thresholds, names)
+
+
+def allowlist_pieces(names: tuple[str, ...]) -> list[list[str]] | None:
+    """For each name (norm_term form) that a candidate of a plain ASCII answer can equal, its
+    pieces: the maximal runs holding neither ' ' nor '/'. A response whose verdicts an allowlist
+    edit can change either has an answer that is not clean ASCII, or holds every piece of some
+    changed name in its lower-cased answer; None when some changed name has no piece (then every
+    response can change).
+
+    Why: the allowlist is read only where a proper-noun candidate is looked up (checks.Context.
+    _verified, compile's ``unv``: the name sets are compared with norm_term of the candidate), so
+    a response's verdicts (and flags, and reasons) change only when one of its candidates ``c``
+    has norm_term(c) == n for a changed name n. ``c`` is a substring of the answer (a match of the
+    proper-noun pattern on it, possibly with leading function words cut off; straighten is the
+    identity on ASCII). On ASCII ``c``, norm_term lower-cases character by character, folds runs
+    of white space to one space (or only strips spaces at the ends) and removes the spaces next
+    to a '/': it removes or turns into one space only white space, so two characters adjacent in
+    n, neither ' ' nor '/', were adjacent in lower(c). Each piece of n is thus a substring of
+    lower(c), itself a substring of lower(answer). A non-ASCII n is never norm_term of ASCII
+    text (skipped: answers that are not ASCII fail the clean gate and are re-evaluated anyway)."""
+    pieces = []
+    for name in names:
+        if not name.isascii():
+            continue
+        parts = [p for p in re.split("[ /]", name) if p]
+        if not parts:
+            return None
+        pieces.append(parts)
+    return pieces
 
 
 def pattern_only_difference(base: Rules, edited: Rules, profile: str) -> str | None:
     """``narrow_difference``'s patterns when the edit changed only pattern lists, else None."""
     narrow = narrow_difference(base, edited, profile)
-    return narrow.patterns if narrow is not None and narrow.thresholds is None else None
+    return narrow.patterns if narrow is not None and narrow.thresholds is None and not narrow.allowlist else None
 
 
 def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:

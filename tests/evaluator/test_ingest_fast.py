@@ -101,7 +101,7 @@ def test_quick_pass_stores_what_the_full_validation_stores_for_mixed_records(tmp
 
 def test_worker_processes_read_a_plain_file(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "plain.jsonl", many_records(400))
-    read = ingest_parallel.read_pieces(path, workers=2, pieces=3)
+    read = ingest_parallel.read_pieces(path, workers=2, pieces=3, folder=tmp_path)
     assert read is not None and read[0].n_responses == 400
 
 
@@ -139,7 +139,7 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
 def test_bad_input_gets_the_full_validations_message(tmp_path: Path, parallel_from_any_size: None,
                                                      case: str) -> None:
     path = _bad_files(tmp_path)[case]
-    assert ingest_parallel.read_pieces(path, workers=2, pieces=4) is None  # the workers do not take it
+    assert ingest_parallel.read_pieces(path, workers=2, pieces=4, folder=tmp_path) is None  # the workers do not take it
     assert message(path) == message(path, fast=False)
 
 
@@ -149,7 +149,7 @@ def test_a_golden_field_filled_in_by_a_later_piece_is_merged(tmp_path: Path, par
              for record in records[:2]]  # both providers of q00000
     later = {**records[0], "provider": "gemini", "expected_routing": "in_scope", "gold_answers": ["Rama"]}
     path = write_jsonl(tmp_path / "gaps.jsonl", [*first, *records[2:], later])
-    assert ingest_parallel.read_pieces(path, workers=2, pieces=4) is not None
+    assert ingest_parallel.read_pieces(path, workers=2, pieces=4, folder=tmp_path) is not None
     assert stored(tmp_path, "parallel", path) == stored(tmp_path, "full", path, fast=False)
 
 

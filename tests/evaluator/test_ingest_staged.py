@@ -59,3 +59,19 @@ def test_a_staged_duplicate_writes_nothing(tmp_path: Path) -> None:
     with pytest.raises(DuplicateRunError, match="already exists"):
         store_run_staged(db, prepare_run(source))
     assert store_rows(db) == before
+
+
+def test_the_cli_removes_the_runs_batches_kept_beside_the_store(tmp_path: Path, cli) -> None:
+    db = tmp_path / "store.duckdb"
+    cli("ingest", str(FILES[1]), db=db, check=True)
+    assert not (tmp_path / "store.duckdb.staging").exists()
+
+
+def test_the_cli_removes_the_batches_of_bad_input_kept_beside_the_store(tmp_path: Path, cli) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question_id": "q1", "provider": "p", "answer": "a"}\n', encoding="utf-8")
+    db = tmp_path / "store.duckdb"
+    cli("ingest", str(FILES[1]), db=db, check=True)
+    result = cli("ingest", str(bad), db=db)
+    assert result.returncode != 0 and "field 'question'" in result.stderr
+    assert not (tmp_path / "store.duckdb.staging").exists()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 
 from evaluator import rule_lab as lab
 from evaluator.rules import Rules, load_rules, rules_from_text
@@ -15,6 +18,7 @@ from evaluator.store import connect
 
 RUN, PROFILE, RULESET = "ramayana", "ramayana", "t3_aware"
 NEW_REFUSAL = "the text (states|says)"
+UNVERIFIED = "Lord Shiva"  # the one proper noun of the sample run no retrieved item holds
 
 
 def run_rows(db: Path) -> tuple[int, lab.RunRows]:
@@ -164,6 +168,12 @@ def _edits() -> dict[str, tuple[str, dict[str, object]]]:
         "the threshold changed": (PROFILE, {**lab.form_values(load_rules(), PROFILE), "min_score": 0.95}),
         "a refusal pattern added and the threshold changed": (PROFILE, {
             **changed(PROFILE, "refusal_patterns", lambda xs: [*xs, NEW_REFUSAL])[1], "min_score": 0.95}),
+        "an allowlist name added": changed(PROFILE, "allowlist", lambda xs: [*xs, UNVERIFIED]),
+        "an allowlist name added in another case and spacing":
+            changed(PROFILE, "allowlist", lambda xs: [*xs, "LORD   shiva"]),
+        "an allowlist name, a refusal pattern and the threshold changed": (PROFILE, {
+            **changed(PROFILE, "refusal_patterns", lambda xs: [*xs, NEW_REFUSAL])[1], "min_score": 0.95,
+            "allowlist": UNVERIFIED}),
         "nothing changed": (PROFILE, lab.form_values(load_rules(), PROFILE)),
     }
 
@@ -208,12 +218,154 @@ def test_the_difference_of_a_threshold_edit_names_both_thresholds_and_no_pattern
     assert re.search(both.patterns, "the text states it", re.IGNORECASE)
 
 
-@pytest.mark.parametrize("key", ["allowlist", "checks"])
-def test_an_edit_beyond_patterns_and_the_threshold_has_no_narrow_difference(key: str) -> None:
+@pytest.mark.parametrize("key", ["citation_pattern", "checks"])
+def test_an_edit_beyond_patterns_the_threshold_and_the_allowlist_has_no_narrow_difference(key: str) -> None:
     from evaluator.sql.compile import narrow_difference
 
     base = load_rules()
     values = lab.form_values(base, PROFILE)
-    value = "Some New Name" if key == "allowlist" else [c for c in values["checks"] if c != "retrieval_check"]
-    edited = lab.edit(base, PROFILE, {**values, key: value, "min_score": 0.6}).rules
+    value = r"\[(?P<id>[\w-]+)\]" if key == "citation_pattern" else \
+        [c for c in values["checks"] if c != "retrieval_check"]
+    edited = lab.edit(base, PROFILE, {**values, key: value, "min_score": 0.6, "allowlist": UNVERIFIED}).rules
     assert narrow_difference(base, edited, PROFILE) is None
+
+
+def with_allowlist(rules: Rules, *names: str, profile: str = PROFILE) -> Rules:
+    return lab.edit(rules, profile, {**lab.form_values(rules, profile), "allowlist": "\n".join(names)}).rules
+
+
+def test_removing_an_allowlist_name_re_evaluated_partly_equals_evaluating_everything(sample_store: Path) -> None:
+    _, rows = run_rows(sample_store)
+    base = with_allowlist(load_rules(), UNVERIFIED, "Hanuman")
+    edited = with_allowlist(base, "Hanuman")
+    with connect(sample_store, read_only=True) as con:
+        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
+        partly = lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+        everything = lab.evaluate_rows(con, rows, edited, RULESET, PROFILE)
+    assert everything.checks != before.checks  # the removal changes a verdict
+    assert (partly.passed, partly.checks) == (everything.passed, everything.checks)
+
+
+def test_an_allowlist_edit_re_evaluates_only_answers_naming_a_changed_name(sample_store: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _, rows = run_rows(sample_store)
+    base = load_rules()
+    edited = with_allowlist(base, UNVERIFIED)
+    evaluated = lab._evaluated
+    only_seen: list[list[int] | None] = []
+
+    def spy(*args: object, only: list[int] | None = None) -> object:
+        only_seen.append(only)
+        return evaluated(*args, only=only)  # type: ignore[arg-type]
+
+    with connect(sample_store, read_only=True) as con:
+        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
+        monkeypatch.setattr(lab, "_evaluated", spy)
+        lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+    said = answers(sample_store)
+    assert len(only_seen) == 1 and only_seen[0] is not None
+    assert 0 < len(only_seen[0]) < len(rows.ids)
+    assert all("shiva" in said[rid].lower() or not said[rid].isascii() for rid in only_seen[0])
+
+
+def test_the_difference_of_an_allowlist_edit_names_the_changed_names_normalised() -> None:
+    from evaluator.sql.compile import narrow_difference
+
+    base = with_allowlist(load_rules(), "Hanuman", "Sita")
+    edited = with_allowlist(base, "Hanuman", "LORD   Shiva", "Rama / Lakshmana")  # Sita removed, two added
+    narrow = narrow_difference(base, edited, PROFILE)
+    assert narrow is not None
+    assert (narrow.patterns, narrow.thresholds) == ("", None)
+    assert narrow.allowlist == ("lord shiva", "rama/lakshmana", "sita")
+
+
+def test_the_difference_of_an_allowlist_pattern_and_threshold_edit_names_all_three() -> None:
+    from evaluator.sql.compile import narrow_difference
+
+    base = load_rules()
+    values = {**with_refusal(NEW_REFUSAL), "min_score": 0.6, "allowlist": UNVERIFIED}
+    narrow = narrow_difference(base, lab.edit(base, PROFILE, values).rules, PROFILE)
+    assert narrow is not None
+    assert narrow.allowlist == ("lord shiva",) and narrow.thresholds == (base.min_score, 0.6)
+    assert re.search(narrow.patterns, "the text states it", re.IGNORECASE)
+
+
+def test_an_allowlist_edit_is_not_a_pattern_only_difference() -> None:
+    from evaluator.sql.compile import pattern_only_difference
+
+    base = load_rules()
+    edited = lab.edit(base, PROFILE, {**with_refusal(NEW_REFUSAL), "allowlist": UNVERIFIED}).rules
+    assert pattern_only_difference(base, edited, PROFILE) is None
+
+
+def test_another_profiles_allowlist_changes_no_name_of_this_profile() -> None:
+    from evaluator.sql.compile import narrow_difference
+
+    base = load_rules()
+    edited = with_allowlist(base, "Clearpath", "Sync Bridge Pro", profile="clearpath")
+    assert narrow_difference(base, edited, PROFILE) == narrow_difference(base, base, PROFILE)
+    narrow = narrow_difference(base, edited, "clearpath")
+    assert narrow is not None and narrow.allowlist == ("clearpath assistant", "sync bridge pro")
+
+
+def test_a_changed_name_with_no_letters_or_digits_between_spaces_and_slashes_narrows_nothing() -> None:
+    from evaluator.sql.compile import allowlist_pieces
+
+    assert allowlist_pieces(("lord shiva", " / ")) is None
+    assert allowlist_pieces(("rama/lakshmana", "lord shiva")) == [["rama", "lakshmana"], ["lord", "shiva"]]
+    assert allowlist_pieces(("stra\u00dfe",)) == []  # no ASCII answer's candidate normalises to it
+
+
+ascii_text = st.text(alphabet=st.sampled_from([*"AbRaMsiv/ .-'", "\t", "\n", "\x1c", "\x0b", "\r"]), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(answer=ascii_text, data=st.data())
+def test_every_piece_of_a_normalised_substring_of_an_ascii_answer_is_in_the_lower_cased_answer(
+        answer: str, data: st.DataObject) -> None:
+    from evaluator.rules import norm_term
+    from evaluator.sql.compile import allowlist_pieces
+
+    start = data.draw(st.integers(0, len(answer)))
+    end = data.draw(st.integers(start, len(answer)))
+    pieces = allowlist_pieces((norm_term(answer[start:end]),))
+    if pieces is not None:  # None: every response is re-evaluated
+        assert all(piece in answer.lower() for piece in pieces[0])
+
+
+NAMES = ["Lord Shiva", "lord/shiva", "Rama", "Sita Devi", "Stra\u00dfe Kanda", "Shiva", "Dasharatha", "K\u212aanda"]
+NOUN_TEXT = st.lists(st.sampled_from([
+    "Lord Shiva", "LORD  SHIVA", "Lord / Shiva", "Lord\tShiva", "Shiva Lord", "Rama and Sita Devi", "Sita  Devi",
+    "Stra\u00dfe Kanda", "STRASSE Kanda", "K\u212aanda Rama", "Dasharatha", "the", "said", "$12/month", "\x1c",
+    "I cannot help with that.", "[Bala-Kanda 18.10]", "\u201cRama\u201d", "",
+]), max_size=8).map(" ".join)
+allowlist_run = st.lists(st.fixed_dictionaries({
+    "answer": NOUN_TEXT, "question": NOUN_TEXT,
+    "template": st.sampled_from(["T1", "T2", "T3"]),
+    "retrieved": st.lists(st.fixed_dictionaries({
+        "id": st.sampled_from(["Bala-Kanda 18.10", "Ayodhya-Kanda 1.7"]), "text": NOUN_TEXT,
+        "score": st.floats(0, 1)}), max_size=2),
+}), min_size=1, max_size=8)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(records=allowlist_run, before_names=st.sets(st.sampled_from(NAMES)),
+       after_names=st.sets(st.sampled_from(NAMES)))
+def test_any_allowlist_edit_re_evaluated_partly_equals_evaluating_everything(
+        tmp_path_factory: pytest.TempPathFactory, records: list[dict[str, object]], before_names: set[str],
+        after_names: set[str]) -> None:
+    from evaluator.ingest import ingest_file
+
+    folder = tmp_path_factory.mktemp("allowlist")
+    path = folder / "run.jsonl"
+    path.write_text("".join(json.dumps({"question_id": f"q{i}", "provider": "p", **r}) + "\n"
+                            for i, r in enumerate(records)), encoding="utf-8")
+    base = with_allowlist(load_rules(), *sorted(before_names))
+    edited = with_allowlist(base, *sorted(after_names))
+    with connect(folder / "s.duckdb") as con:
+        ingest_file(con, path, name="allowlist")
+        rows = lab.read_run(con, con.execute("SELECT run_id FROM runs").fetchall()[0][0])
+        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
+        partly = lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+        everything = lab.evaluate_rows(con, rows, edited, RULESET, PROFILE)
+    assert (partly.passed, partly.checks) == (everything.passed, everything.checks)

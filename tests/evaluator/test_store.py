@@ -218,3 +218,16 @@ def test_a_process_killed_while_creating_the_store_leaves_no_half_made_store(tmp
     assert not path.exists()
     with connect(path) as con:
         assert fetch_value(con, "SELECT count(*) FROM runs") == 0
+
+
+# memory_limited
+
+
+def test_memory_limited_sets_the_limit_for_the_block_and_then_duckdbs_default(db_path: Path) -> None:
+    from evaluator.store import memory_limited
+
+    default = duckdb.connect().execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    with connect(db_path) as con:
+        with memory_limited(con, "500MB"):
+            assert fetch_value(con, "SELECT current_setting('memory_limit')") == "476.8 MiB"  # 500 MB
+        assert fetch_value(con, "SELECT current_setting('memory_limit')") == default
