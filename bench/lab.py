@@ -36,7 +36,7 @@ RARE_REFUSAL = "not something I can discuss"  # one few answers say
 
 def _edits(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The edits timed: a pattern many answers match, one few match, a threshold (which
-    re-evaluates the responses that retrieved an item scoring between the two thresholds), and
+    re-evaluates the responses whose best-scoring retrieved item scores between the two), and
     an allowlist name (which re-evaluates the responses whose answer holds the name, and those
     whose answer is not plain ASCII)."""
     return {
@@ -44,7 +44,7 @@ def _edits(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
             {**values, "refusal_patterns": f"{values['refusal_patterns']}\n{NEW_REFUSAL}"},
         f"refusal pattern '{RARE_REFUSAL}' added (matches few)":
             {**values, "refusal_patterns": f"{values['refusal_patterns']}\n{RARE_REFUSAL}"},
-        "threshold 0.35 -> 0.5 (responses with a score between re-evaluated)": {**values, "min_score": 0.5},
+        "threshold 0.35 -> 0.5 (responses whose best score is between re-evaluated)": {**values, "min_score": 0.5},
         "allowlist name added (answers naming it re-evaluated)":
             {**values, "allowlist": f"{values['allowlist']}\nSome New Name".strip()},
     }

@@ -310,8 +310,8 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
     redirect, substantive, abstention, phrases, markers), changes the retrieval threshold and adds
     or removes names of the profile's allowlist, only the responses where a changed pattern matches
     or whose answer holds a changed name (every piece of it, case-insensitively), or whose answer
-    is not plain ASCII (where Python decides), or that retrieved an item scoring between the two
-    thresholds can change, and only those are evaluated again
+    is not plain ASCII (where Python decides), or whose best-scoring retrieved item scores between
+    the two thresholds can change, and only those are evaluated again
     (evaluator.sql.compile.narrow_difference, allowlist_pieces); any other edit evaluates every
     response. The preview thus shows what the edit changes: when ``before`` was read from a stored
     evaluation, the other responses keep its verdicts."""
@@ -339,8 +339,10 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
                           "lambda p: contains(low, p))))) > 0")
         params["names"] = pieces
     if narrow.thresholds is not None:
-        can_change.append("response_id IN (SELECT response_id FROM retrieved "
-                          "WHERE (score >= $before_score) <> (score >= $after_score))")
+        # The threshold decides verdicts only through whether any scored item scores at least it
+        # (retrieval_check; a NaN score never does): only a best score between the two counts.
+        can_change.append("response_id IN (SELECT response_id FROM retrieved WHERE NOT isnan(score) "
+                          "GROUP BY response_id HAVING (max(score) >= $before_score) <> (max(score) >= $after_score))")
         params["before_score"], params["after_score"] = narrow.thresholds
     candidates = [r[0] for r in con.execute(
         f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)

@@ -210,10 +210,11 @@ class NarrowEdit:
 def narrow_difference(base: Rules, edited: Rules, profile: str) -> NarrowEdit | None:
     """When ``edited`` differs from ``base`` only in the pattern lists (_pattern_lists), the
     retrieval threshold and the profile's allowlist, what changed: no check's verdict changes on a
-    clean ASCII answer that no changed pattern matches, that retrieved no item scoring between the
-    two thresholds (the threshold decides verdicts only through how many items score at least it;
-    reasons that quote it do change) and that holds no changed name (``allowlist_pieces``; the
-    allowlist decides only whether a proper noun is verified). None when anything else changed or a
+    clean ASCII answer that no changed pattern matches, whose best-scoring retrieved item does not
+    score between the two thresholds (the threshold decides verdicts only through whether any item
+    scores at least it: retrieval_check; reasons that quote it or count such items do change) and
+    that holds no changed name (``allowlist_pieces``; the allowlist decides only whether a proper
+    noun is verified). None when anything else changed or a
     pattern has no RE2 form (evaluate everything then). Other profiles' allowlists and pattern lists
     play no part in this profile's verdicts."""
     if _without_narrowable(base) != _without_narrowable(edited):

@@ -369,3 +369,26 @@ def test_any_allowlist_edit_re_evaluated_partly_equals_evaluating_everything(
         partly = lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
         everything = lab.evaluate_rows(con, rows, edited, RULESET, PROFILE)
     assert (partly.passed, partly.checks) == (everything.passed, everything.checks)
+
+
+def test_a_threshold_edit_re_evaluates_only_responses_whose_best_score_is_between(
+        sample_store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, rows = run_rows(sample_store)
+    base = load_rules()
+    edited = lab.edit(base, PROFILE, {**lab.form_values(base, PROFILE), "min_score": 0.95}).rules
+    evaluated = lab._evaluated
+    only_seen: list[list[int] | None] = []
+
+    def spy(*args: object, only: list[int] | None = None) -> object:
+        only_seen.append(only)
+        return evaluated(*args, only=only)  # type: ignore[arg-type]
+
+    with connect(sample_store, read_only=True) as con:
+        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
+        best = dict(con.execute("SELECT response_id, max(score) FROM retrieved WHERE NOT isnan(score) "
+                                "GROUP BY response_id").fetchall())
+        monkeypatch.setattr(lab, "_evaluated", spy)
+        lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+    low, high = sorted((base.min_score, 0.95))
+    between = sorted(rid for rid in rows.ids if best.get(rid) is not None and low <= best[rid] < high)
+    assert between and len(only_seen) == 1 and only_seen[0] == between
