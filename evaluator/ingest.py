@@ -71,11 +71,13 @@ ANNOTATION_SCHEMA = pa.schema([
     ("value_num", pa.float64()), ("reason", pa.string()), ("created_us", pa.int64())])
 LABEL_SCHEMA = pa.schema([("label", pa.string()), ("scale", pa.string()), ("scale_values", pa.string()),
                           ("description", pa.string())])
-BATCH_ROWS = 50_000  # responses buffered as Python lists before they move to a compact Arrow batch
+BATCH_ROWS = 50_000  # responses buffered as Python lists before they go to an Arrow batch in a file
 # DuckDB's memory, each of the store and the staging file, while a run is stored: beyond it, DuckDB
-# drops cached blocks it has written (measured at 1M responses: the ingest process peaked at 3.3 GB
-# without a limit; 1.75 GB with 500 MB; issue 16 asks for 2 GB).
-DUCKDB_MEMORY_LIMIT = "500MB"
+# drops cached blocks it has written (measured at 1M responses on 2 threads: the ingest process
+# peaked at 3.3 GB without a limit, 1.77 GB with 500 MB; issue 16 asks for 2 GB). Each DuckDB thread
+# needs its own share (a review measured 1M responses failing at 500 MB from 32 threads on), so
+# the limit grows with the threads.
+DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD = 500, 64
 
 
 @dataclass
@@ -170,7 +172,8 @@ class DuplicateRunError(Exception):
 
 @dataclass(frozen=True)
 class PreparedRun:
-    """A run file read and validated in memory, not yet stored."""
+    """A run file read and validated, not yet stored: its batches wait in files in `folder`
+    (``close()``, or the last reference to it, removes them)."""
 
     path: Path
     fmt: str
@@ -184,6 +187,15 @@ class PreparedRun:
     @property
     def n_responses(self) -> int:
         return self.columns.n_responses
+
+    def close(self) -> None:
+        self.folder.cleanup()
+
+    def __enter__(self) -> PreparedRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def prepare_run(
@@ -292,12 +304,12 @@ def store_run_staged(
     derived from the run (questions' JSON columns, recorded verdicts, their outcomes and counts)
     is built in a staging file (evaluator.staging) from the responses without their answers,
     and copied in with the store's ids in one transaction, where the responses and their
-    retrieved items are written straight from the prepared buffers. (Staging them too cost as
+    retrieved items are written straight from the prepared batches. (Staging them too cost as
     much again as writing them: DuckDB compresses the answers each time.) The staging file is
     built on a thread of its own while the answers are written, which takes longer."""
     with staging_area(db) as stage, ThreadPoolExecutor(max_workers=1, thread_name_prefix="staging") as thread:
         staging = thread.submit(_stage_derived, stage, run)
-        with (connect(db) as con, memory_limited(con, DUCKDB_MEMORY_LIMIT), contextlib.ExitStack() as staged_file,
+        with (connect(db) as con, memory_limited(con, _memory_limit(con)), contextlib.ExitStack() as staged_file,
               atomic(con)):
             replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
             ids = {"run": next_id(con, "run_ids"), "offset": _first_response_id(con) - 1}
@@ -321,11 +333,16 @@ def _run_row(run_id: int, run: PreparedRun) -> dict[str, object]:
             "content_hash": run.content_hash, "profile": run.profile, "n_responses": run.n_responses}
 
 
+def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
+    threads = int(fetch_value(con, "SELECT current_setting('threads')"))
+    return f"{max(DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD * threads)}MB"
+
+
 def _stage_derived(stage: Stage, run: PreparedRun) -> list[int]:
     """Build what is derived from the run in the staging file; its evaluations' ids there."""
     scon = stage.connect()
     try:
-        with memory_limited(scon, DUCKDB_MEMORY_LIMIT), atomic(scon):
+        with memory_limited(scon, _memory_limit(scon)), atomic(scon):
             scon.execute(INSERT_RUN_SQL, _run_row(STAGED_RUN_ID, run))
             _load(scon, STAGED_RUN_ID, run.columns, answers=False)  # an empty file: response ids from 1
         return [int(row[0]) for row in scon.execute(
@@ -368,8 +385,8 @@ def ingest_file(
     progress: bool = False,
 ) -> IngestResult:
     """Read, validate and store one run file. Raises InputError / DuplicateRunError; writes nothing then."""
-    run = prepare_run(path, name=name, fmt=fmt, profile=profile, progress=progress)
-    return store_run(con, run, replace=replace, drop_overrides=drop_overrides)
+    with prepare_run(path, name=name, fmt=fmt, profile=profile, progress=progress) as run:
+        return store_run(con, run, replace=replace, drop_overrides=drop_overrides)
 
 
 def _check_not_duplicate(
@@ -772,6 +789,13 @@ def _add_annotations(row: int, annotations: list[Any], cols: Columns) -> None:
         buffer["created_us"].append(None if annotation.created_at is None else round(annotation.created_at * 1e6))
 
 
+def _unregister(con: duckdb.DuckDBPyConnection, view: str) -> None:
+    """Drop a registered view; after an error the transaction is aborted and DuckDB refuses even
+    this, which must not hide the error itself."""
+    with contextlib.suppress(duckdb.Error):
+        con.unregister(view)
+
+
 def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
     """Ids are never reused: a deleted run's id must not be taken by an unrelated new response."""
     return int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
@@ -811,7 +835,7 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers
             _load_annotations(con, run_id, base, cols)
     finally:
         for view in ("new_questions", "new_chunks"):
-            con.unregister(view)
+            _unregister(con, view)
 
 
 def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
@@ -830,8 +854,8 @@ def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols
         con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
                     {"base": base})
     finally:
-        con.unregister("new_responses")
-        con.unregister("new_retrieved")
+        _unregister(con, "new_responses")
+        _unregister(con, "new_retrieved")
 
 
 def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
@@ -847,7 +871,7 @@ def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: in
             {"base": base, "run": run_id},
         )
     finally:
-        con.unregister("new_responses")
+        _unregister(con, "new_responses")
 
 
 def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recorded: pa.Table) -> None:
@@ -875,7 +899,7 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
              "run": run_id},
         )
     finally:
-        con.unregister("new_recorded")
+        _unregister(con, "new_recorded")
     write_response_results(con, evaluation_id, run_id)
     write_evaluation_counts(con, evaluation_id)
 
@@ -904,5 +928,5 @@ def _load_annotations(con: duckdb.DuckDBPyConnection, run_id: int, base: int, co
             {"base": base, "source": IMPORTED},
         )
     finally:
-        con.unregister("new_labels")
-        con.unregister("new_annotations")
+        _unregister(con, "new_labels")
+        _unregister(con, "new_annotations")

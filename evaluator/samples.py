@@ -37,7 +37,8 @@ def load_samples(
     loaded = []
     for file_name, run_name, profile, rulesets in SAMPLES:
         if run_name not in names:
-            store_run_staged(db, prepare_run(data_dir / file_name, name=run_name, profile=profile))
+            with prepare_run(data_dir / file_name, name=run_name, profile=profile) as prepared:
+                store_run_staged(db, prepared)
         with connect(db) as con:
             done = {row[0] for row in con.execute(
                 "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = $run",

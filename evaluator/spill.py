@@ -3,7 +3,8 @@
 A run being ingested is held until its one transaction; a million responses are about 1.5 GB of
 Arrow batches, and the worker processes that read a large file each held their pieces too. Batches
 are instead written to Arrow IPC stream files in a temporary folder as they are made, and read
-back a batch at a time when they are stored. The files live in the page cache, not in any process.
+back a batch at a time when they are stored. The files are on disk (the CLI puts them beside the
+store: a /tmp in memory would only move the memory), not in any process.
 
 Batches read back are allocated from jemalloc (POOL), which gives memory back to the system soon
 after it is freed: Arrow's default (mimalloc) kept what it freed, and one pass over a million
@@ -40,9 +41,11 @@ def spill_folder(parent: Path | None = None) -> tempfile.TemporaryDirectory[str]
     """A fresh folder for one run's batches in `parent` (default: a folder of this user's in the
     system's temporary folder; a store's staging folder keeps them on the store's disk), removed
     with the last reference to it. Folders there of killed commands are removed first."""
-    if parent is None:
+    if parent is None:  # private: a shared /tmp
         parent = Path(tempfile.gettempdir()) / f"evaluator-ingest-{os.getuid() if hasattr(os, 'getuid') else 0}"
-    parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        parent.mkdir(mode=0o700, exist_ok=True)
+    else:  # shared by the store's users, as the staging folder is
+        parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned(parent)
     return tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=parent)
 
@@ -115,7 +118,7 @@ class SpilledBatches:
 
 
 def moved(batch: Any, rows: int, lines: int | None = None) -> Any:
-    """A batch (or table) with its rows (and source lines) counted ``rows`` (``lines``) further."""
+    """A batch with its rows (and source lines) counted ``rows`` (``lines``) further."""
     if rows:
         batch = batch.set_column(batch.schema.get_field_index("row"), "row",
                                  pc.add(batch["row"], rows, memory_pool=POOL))

@@ -42,12 +42,12 @@ def run(args: argparse.Namespace) -> int:
         prepared = prepare_run(args.path, name=args.name, fmt=args.format, profile=args.profile,
                                progress=sys.stderr.isatty(), column_map=args.column_map, rules=args.rules,
                                spill_to=spill_to)
-        try:  # built in a staging file; the store is held only to copy it in
-            result = store_run_staged(args.db, prepared, replace=args.replace, drop_overrides=args.drop_overrides)
-        except DuplicateRunError as exc:
-            raise UsageError(f"{args.path}: {exc}") from None
-        finally:
-            prepared.folder.cleanup()
+        with prepared:
+            try:  # built in a staging file; the store is held only to copy it in
+                result = store_run_staged(args.db, prepared, replace=args.replace,
+                                          drop_overrides=args.drop_overrides)
+            except DuplicateRunError as exc:
+                raise UsageError(f"{args.path}: {exc}") from None
     finally:
         if spill_to is not None:
             with contextlib.suppress(OSError):

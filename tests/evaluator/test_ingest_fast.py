@@ -167,3 +167,24 @@ def test_a_key_named_twice_is_found(raw: bytes) -> None:
 ])
 def test_keys_named_once_pass(raw: bytes) -> None:
     assert duplicate_key(raw, orjson.loads(raw)) is None
+
+
+def test_batches_cut_small_store_what_one_batch_stores(tmp_path: Path, parallel_from_any_size: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Responses, retrieved items and recorded verdicts go to files every BATCH_ROWS responses
+    (evaluator.spill); cut into batches of 7 in each worker's piece, the store is the same."""
+    from evaluator import ingest
+
+    path = write_jsonl(tmp_path / "plain.jsonl", many_records(300), blank_every=41)
+    whole = stored(tmp_path, "whole", path, fast=False)
+    monkeypatch.setattr(ingest, "BATCH_ROWS", 7)
+    assert stored(tmp_path, "parallel", path) == whole
+    assert stored(tmp_path, "ordinary", path, fast=False) == whole
+
+
+def test_pieces_a_worker_does_not_take_leave_no_files(tmp_path: Path) -> None:
+    path = _bad_files(tmp_path)["late_bad_json"]
+    folder = tmp_path / "spill"
+    folder.mkdir()
+    assert ingest_parallel.read_pieces(path, workers=2, pieces=4, folder=folder) is None
+    assert list(folder.iterdir()) == []

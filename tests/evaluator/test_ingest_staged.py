@@ -75,3 +75,14 @@ def test_the_cli_removes_the_batches_of_bad_input_kept_beside_the_store(tmp_path
     result = cli("ingest", str(bad), db=db)
     assert result.returncode != 0 and "field 'question'" in result.stderr
     assert not (tmp_path / "store.duckdb.staging").exists()
+
+
+def test_duckdbs_memory_while_storing_grows_with_its_threads(tmp_path: Path) -> None:
+    from evaluator.ingest import _memory_limit
+
+    with connect(tmp_path / "store.duckdb") as con:
+        con.execute("SET threads = 2")
+        assert _memory_limit(con) == "500MB"
+        con.execute("SET threads = 32")
+        assert _memory_limit(con) == "2048MB"
+        con.execute("RESET threads")
