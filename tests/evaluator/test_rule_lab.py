@@ -38,6 +38,23 @@ def answers(db: Path) -> dict[int, str]:
                                 "WHERE name = $run", {"run": RUN}).fetchall())
 
 
+def re_evaluated(db: Path, rows: lab.RunRows, base: Rules, edited: Rules,
+                 monkeypatch: pytest.MonkeyPatch) -> list[list[int] | None]:
+    """The ``only`` of each evaluation reevaluate_rows runs for ``edited`` (None: every response)."""
+    evaluated = lab._evaluated
+    only_seen: list[list[int] | None] = []
+
+    def spy(*args: object, only: list[int] | None = None) -> object:
+        only_seen.append(only)
+        return evaluated(*args, only=only)  # type: ignore[arg-type]
+
+    with connect(db, read_only=True) as con:
+        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
+        monkeypatch.setattr(lab, "_evaluated", spy)
+        lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+    return only_seen
+
+
 def with_refusal(pattern: str) -> dict[str, object]:
     values = lab.form_values(load_rules(), PROFILE)
     values["refusal_patterns"] = f"{values['refusal_patterns']}\n{pattern}"
@@ -250,18 +267,7 @@ def test_an_allowlist_edit_re_evaluates_only_answers_naming_a_changed_name(sampl
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     _, rows = run_rows(sample_store)
     base = load_rules()
-    edited = with_allowlist(base, UNVERIFIED)
-    evaluated = lab._evaluated
-    only_seen: list[list[int] | None] = []
-
-    def spy(*args: object, only: list[int] | None = None) -> object:
-        only_seen.append(only)
-        return evaluated(*args, only=only)  # type: ignore[arg-type]
-
-    with connect(sample_store, read_only=True) as con:
-        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
-        monkeypatch.setattr(lab, "_evaluated", spy)
-        lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+    only_seen = re_evaluated(sample_store, rows, base, with_allowlist(base, UNVERIFIED), monkeypatch)
     said = answers(sample_store)
     assert len(only_seen) == 1 and only_seen[0] is not None
     assert 0 < len(only_seen[0]) < len(rows.ids)
@@ -376,19 +382,10 @@ def test_a_threshold_edit_re_evaluates_only_responses_whose_best_score_is_betwee
     _, rows = run_rows(sample_store)
     base = load_rules()
     edited = lab.edit(base, PROFILE, {**lab.form_values(base, PROFILE), "min_score": 0.95}).rules
-    evaluated = lab._evaluated
-    only_seen: list[list[int] | None] = []
-
-    def spy(*args: object, only: list[int] | None = None) -> object:
-        only_seen.append(only)
-        return evaluated(*args, only=only)  # type: ignore[arg-type]
-
+    only_seen = re_evaluated(sample_store, rows, base, edited, monkeypatch)
     with connect(sample_store, read_only=True) as con:
-        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
         best = dict(con.execute("SELECT response_id, max(score) FROM retrieved WHERE NOT isnan(score) "
                                 "GROUP BY response_id").fetchall())
-        monkeypatch.setattr(lab, "_evaluated", spy)
-        lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
     low, high = sorted((base.min_score, 0.95))
     between = sorted(rid for rid in rows.ids if best.get(rid) is not None and low <= best[rid] < high)
     assert between and len(only_seen) == 1 and only_seen[0] == between
