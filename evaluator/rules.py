@@ -70,8 +70,14 @@ def _load_cached(path: str, _mtime_ns: int, _size: int) -> Rules:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: rules file is not UTF-8: {exc}") from None
     if Path(path) == DEFAULT_RULES_PATH:
-        return rules_from_text(text, path)
+        return _build(_toml(text, path), text, path, shipped=True)
     return _on_defaults(text, path)
+
+
+# The patterns of the shipped rules file: the test suite checks them for catastrophic backtracking
+# (tests/evaluator/test_rules.py), so a process does not analyse them again each time it starts
+# (a third of a second, most of a short CLI command's own work).
+_SHIPPED_PATTERNS: set[PatternRule] = set()
 
 
 def _on_defaults(text: str, source: str) -> Rules:
@@ -84,6 +90,7 @@ def _on_defaults(text: str, source: str) -> Rules:
         user = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{source}: invalid TOML: {exc}") from None
+    load_rules()  # the shipped patterns are known (and not analysed again) when the merge is checked
     base = tomllib.loads(DEFAULT_RULES_PATH.read_text(encoding="utf-8-sig"))
     merged = rules_merge.merge(base, user)
     if merged == user:
@@ -97,18 +104,22 @@ def rules_from_text(text: str, source: str = "<text>") -> Rules:
     """Parse and validate rules TOML held in a string; ``source`` names it in errors."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    return _build(_toml(text, source), text, source)
+
+
+def _toml(text: str, source: str) -> dict[str, Any]:
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{source}: invalid TOML: {exc}") from None
-    return _build(data, text, source)
 
 
 class _Reader:
     """Typed access to the parsed TOML with errors naming the file and the key."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, *, shipped: bool = False) -> None:
         self.source = source
+        self.shipped = shipped  # the shipped rules file: its patterns are recorded as checked
 
     def fail(self, key: str, what: str) -> ValueError:
         return ValueError(f"{self.source}: key '{key}': {what}")
@@ -171,8 +182,9 @@ class _Reader:
             rx = compile_rule(rule)
         except re.error as exc:
             raise self.fail(key, f"bad regex {rule.pattern!r}: {exc}") from None
-        unsafe = _backtracking_problem(rule)
-        if unsafe is not None:
+        if self.shipped:
+            _SHIPPED_PATTERNS.add(rule)
+        elif rule not in _SHIPPED_PATTERNS and (unsafe := _backtracking_problem(rule)) is not None:
             raise self.fail(key, f"regex {rule.pattern!r}: {unsafe}")
         if rx.match("") is not None:
             raise self.fail(key, f"regex {rule.pattern!r} matches the empty string")
@@ -193,8 +205,8 @@ def _tname(value: Any) -> str:
 _TOP_KEYS = {"schema", "name", "retrieval", "routing", "rulesets", "answers", "flags", "profiles", "abstention"}
 
 
-def _build(data: dict[str, Any], text: str, source: str) -> Rules:
-    r = _Reader(source)
+def _build(data: dict[str, Any], text: str, source: str, *, shipped: bool = False) -> Rules:
+    r = _Reader(source, shipped=shipped)
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise r.fail(unknown[0], "unknown key (typo?)")

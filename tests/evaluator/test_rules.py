@@ -353,3 +353,31 @@ def test_an_unsafe_abstention_regex_is_refused(rules_text: str) -> None:
     text = replaced(rules_text, "'''\\bunanswerable\\b'''", "'''(a+)+b'''")
     with pytest.raises(ValueError, match=r"key 'abstention\.patterns\[2\]'"):
         rules_from_text(text, "my.toml")
+
+
+def test_every_shipped_pattern_is_safe_from_catastrophic_backtracking() -> None:
+    """A process does not analyse the shipped file's patterns (evaluator.rules._SHIPPED_PATTERNS):
+    this test does, every one of them, as a user's file's patterns are analysed when read."""
+    from evaluator import rules as rules_module
+
+    load_rules()
+    shipped = rules_module._SHIPPED_PATTERNS
+    assert PatternRule("outside (my|the) scope", True) in shipped
+    assert len(shipped) >= 30
+    unsafe = {rule.pattern: problem for rule in shipped
+              if (problem := rules_module._backtracking_problem(rule)) is not None}
+    assert not unsafe
+
+
+@pytest.mark.parametrize("reader", ["rules_from_text", "user_file"])
+def test_a_backtracking_pattern_outside_the_shipped_file_is_refused(tmp_path: Path, reader: str) -> None:
+    load_rules()  # the shipped patterns are known: the new one is analysed all the same
+    text = DEFAULT_RULES_PATH.read_text(encoding="utf-8").replace(
+        '"outside (my|the) scope"', '"outside (my|the) scope", "(a+)+$"', 1)
+    assert text != DEFAULT_RULES_PATH.read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match=r"\(a\+\)\+\$.*backtrack"):
+        if reader == "rules_from_text":
+            rules_from_text(text, "edited.toml")
+        else:
+            (tmp_path / "mine.toml").write_text(text, encoding="utf-8")
+            load_rules(tmp_path / "mine.toml")
