@@ -7,7 +7,7 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 export EVALUATOR_DB ?= data/evaluator.duckdb
 
-.PHONY: run test install install-test browser lint typecheck samples bench clean
+.PHONY: run test install install-test browser lint typecheck samples bench clean compile
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (PYTHON=python3.11 make ...)")'
@@ -36,8 +36,14 @@ browser: install-test
 		$(PY) -m playwright install --with-deps chromium || $(PY) -m playwright install chromium; \
 	fi
 
+# Byte-code for the project's own modules, refreshed where a source changed: with
+# PYTHONDONTWRITEBYTECODE set (containers often set it) every command would compile them again
+# (a tenth of a second or more at each start; the tests start the CLI hundreds of times).
+compile: install
+	@$(PY) -m compileall -q evaluator dashboard pages bench app.py
+
 # Load the sample runs of data/ into the store when it has none, and evaluate them.
-samples: install
+samples: install compile
 	$(PY) -m evaluator load-samples
 
 run: samples
@@ -50,7 +56,7 @@ lint: install-test
 typecheck: install-test
 	$(VENV)/bin/mypy evaluator
 
-test: browser lint typecheck
+test: browser lint typecheck compile
 	$(VENV)/bin/pytest -q
 
 # The sizes, pages and baseline; then the floor (plain DuckDB) and the ratios of issue 16 at 200k.
