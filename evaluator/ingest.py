@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from evaluator.readers import (
 from evaluator.results import write_evaluation_counts, write_response_results
 from evaluator.rules import load_rules
 from evaluator.spill import POOL, SpilledBatches, spill_folder
-from evaluator.staging import Stage, attached_in_transaction, copy_back, staging_area
+from evaluator.staging import OwnedFolder, Stage, attached_in_transaction, copy_back, staging_area
 from evaluator.store import atomic, connect, fetch_one, fetch_value, memory_limited, next_id
 from evaluator.types import CHECK_NAMES
 
@@ -182,7 +181,7 @@ class PreparedRun:
     content_hash: str
     columns: Columns
     # Where the columns' batches are kept (evaluator.spill); removed with the last reference to it.
-    folder: tempfile.TemporaryDirectory[str] = field(compare=False, repr=False)
+    folder: OwnedFolder = field(compare=False, repr=False)
 
     @property
     def n_responses(self) -> int:
@@ -228,7 +227,7 @@ def prepare_run(
 
 
 def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...], progress: bool,
-             mapping: dict[str, str] | None, run_name: str, fast: bool, folder: tempfile.TemporaryDirectory[str]
+             mapping: dict[str, str] | None, run_name: str, fast: bool, folder: OwnedFolder
              ) -> PreparedRun:
     digest = hashlib.sha256()
     records: Any

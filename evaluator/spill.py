@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evaluator.staging import remove_abandoned
+from evaluator.staging import OwnedFolder, remove_abandoned
 
 
 def _returning_pool() -> pa.MemoryPool:
@@ -37,7 +37,7 @@ def _returning_pool() -> pa.MemoryPool:
 POOL = _returning_pool()
 
 
-def spill_folder(parent: Path | None = None) -> tempfile.TemporaryDirectory[str]:
+def spill_folder(parent: Path | None = None) -> OwnedFolder:
     """A fresh folder for one run's batches in `parent` (default: a folder of this user's in the
     system's temporary folder; a store's staging folder keeps them on the store's disk), removed
     with the last reference to it. Folders there of killed commands are removed first."""
@@ -47,7 +47,7 @@ def spill_folder(parent: Path | None = None) -> tempfile.TemporaryDirectory[str]
     else:  # shared by the store's users, as the staging folder is
         parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned(parent)
-    return tempfile.TemporaryDirectory(prefix=f"{os.getpid()}-", dir=parent)
+    return OwnedFolder(parent)
 
 
 @dataclass(frozen=True)

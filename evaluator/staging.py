@@ -14,18 +14,21 @@ windows (recompute: one per 200k responses), and only the rows Python must decid
 (``snapshot_run(responses=...)``).
 
 The staging file has the store's own schema (the same migrations), so the pipeline's SQL runs
-unchanged against either. It lives beside the store (`STORE.staging/<pid>-…/`), is removed when
-the command ends, and what a killed command left behind is removed by the next one.
+unchanged against either. It lives beside the store (`STORE.staging/<pid>-…/`, an OwnedFolder), is
+removed when the command ends, and what a killed command left behind is removed by the next one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
 import re
 import shutil
 import tempfile
 import uuid
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -83,6 +86,13 @@ class Stage:
         return duckdb.connect(str(self.path))
 
 
+# The file in a command's folder that the command holds an exclusive flock on while it lives: the
+# kernel lets go of it when the process ends, however it ends. A pid alone cannot tell a live
+# folder from an abandoned one when the store's disk is shared by another container (whose pids
+# mean nothing here) or when the dead command's pid was given to another process since.
+OWNER_LOCK = ".owner"
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -93,12 +103,65 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def _abandoned(entry: Path) -> bool:
+    pid_text = entry.name.split("-", 1)[0]
+    if not pid_text.isdigit():
+        return False
+    try:
+        fd = os.open(entry / OWNER_LOCK, os.O_RDWR)
+    except FileNotFoundError:  # a folder being made (its lock not in place yet), or an older one
+        return int(pid_text) != os.getpid() and not _pid_alive(int(pid_text))
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: no live process holds it
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    finally:
+        os.close(fd)
+
+
 def remove_abandoned(folder: Path) -> None:
-    """Folders in `folder` left by commands that were killed (named "<pid>-...", the pid gone)."""
+    """Folders in `folder` left by commands that were killed (named "<pid>-...", their owner
+    lock free; without one, their pid gone)."""
     for entry in folder.iterdir() if folder.is_dir() else ():
-        pid_text = entry.name.split("-", 1)[0]
-        if pid_text.isdigit() and int(pid_text) != os.getpid() and not _pid_alive(int(pid_text)):
+        if entry.is_dir() and _abandoned(entry):
             shutil.rmtree(entry, ignore_errors=True)
+
+
+class OwnedFolder:
+    """A fresh folder "<pid>-..." in `parent`, locked as its command's (OWNER_LOCK) until
+    ``cleanup()`` (or the last reference to it) removes it. The lock file is made and locked under
+    another name and renamed into place, so OWNER_LOCK is never seen unlocked while its owner lives."""
+
+    def __init__(self, parent: Path) -> None:
+        self.name = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent)
+        making = Path(self.name) / f"{OWNER_LOCK}-{uuid.uuid4().hex}"
+        fd = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.replace(making, Path(self.name) / OWNER_LOCK)
+        except BaseException:
+            os.close(fd)
+            shutil.rmtree(self.name, ignore_errors=True)
+            raise
+        self._finalizer = weakref.finalize(self, _remove_owned, self.name, fd, os.getpid())
+
+    def cleanup(self) -> None:
+        self._finalizer()
+
+
+def _remove_owned(name: str, fd: int, owner_pid: int) -> None:
+    if os.getpid() != owner_pid:  # a forked worker letting go of its copy: the folder is its parent's
+        os.close(fd)
+        return
+    try:
+        shutil.rmtree(name, ignore_errors=True)
+    finally:
+        os.close(fd)  # the folder is gone before its lock is let go
 
 
 def staging_folder(db: str | os.PathLike[str] | None) -> Path:
@@ -113,7 +176,8 @@ def staging_area(db: str | os.PathLike[str] | None) -> Iterator[Stage]:
     parent = staging_folder(db)
     parent.mkdir(parents=True, exist_ok=True)
     remove_abandoned(parent)
-    folder = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent))
+    owned = OwnedFolder(parent)
+    folder = Path(owned.name)
     try:
         stage = Stage(folder / "stage.duckdb")
         con = stage.connect()
@@ -123,7 +187,7 @@ def staging_area(db: str | os.PathLike[str] | None) -> Iterator[Stage]:
             con.close()
         yield stage
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        owned.cleanup()
         with contextlib.suppress(OSError):
             parent.rmdir()  # only when empty
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from evaluator.staging import snapshot_run, staging_area
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from evaluator.staging import OWNER_LOCK, OwnedFolder, remove_abandoned, snapshot_run, staging_area
 from evaluator.store import connect
 
 
@@ -45,3 +51,90 @@ def test_a_snapshot_of_no_responses_copies_none(sample_store):
             assert scon.execute("SELECT count(*) FROM retrieved").fetchone() == (0,)
         finally:
             scon.close()
+
+
+def _dead_pid() -> int:
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True)
+    return int(done.stdout)
+
+
+def _owner_lock_is_held(folder: Path) -> bool:
+    fd = os.open(folder / OWNER_LOCK, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_an_owned_folder_holds_its_lock_until_it_is_removed(tmp_path: Path) -> None:
+    owned = OwnedFolder(tmp_path)
+    folder = Path(owned.name)
+    assert folder.name.startswith(f"{os.getpid()}-")
+    assert sorted(entry.name for entry in folder.iterdir()) == [OWNER_LOCK]  # no half-made lock file left
+    assert _owner_lock_is_held(folder)
+    owned.cleanup()
+    assert not folder.exists()
+
+
+HOLD_LOCK = ("import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); fcntl.flock(fd, fcntl.LOCK_EX); "
+             "print('locked', flush=True); sys.stdin.read()")
+
+
+def test_a_live_folder_is_kept_even_when_its_pid_means_nothing_here(tmp_path: Path) -> None:
+    """Another container's command shares the store's disk: its pid is not alive here, its lock is held."""
+    theirs = tmp_path / f"{_dead_pid()}-theirs"
+    theirs.mkdir()
+    (theirs / OWNER_LOCK).touch()
+    owner = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(theirs / OWNER_LOCK)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert owner.stdout is not None and owner.stdout.readline() == "locked\n"
+        remove_abandoned(tmp_path)
+        assert theirs.exists()
+    finally:
+        owner.kill()
+        owner.wait()
+    remove_abandoned(tmp_path)  # its owner is gone: the lock is free
+    assert not theirs.exists()
+
+
+def test_an_abandoned_folder_is_removed_even_when_its_pid_was_given_to_another_process(tmp_path: Path) -> None:
+    reused = tmp_path / f"{os.getppid()}-killed"  # a live pid, but no process holds the folder's lock
+    reused.mkdir()
+    (reused / OWNER_LOCK).touch()
+    (reused / "stage.duckdb").write_bytes(b"x")
+    remove_abandoned(tmp_path)
+    assert not reused.exists()
+
+
+def test_a_folder_without_an_owner_lock_is_judged_by_its_pid(tmp_path: Path) -> None:
+    """One being made (its lock not in place yet) or made by an older version."""
+    dead, alive = tmp_path / f"{_dead_pid()}-old", tmp_path / f"{os.getppid()}-making"
+    for folder in (dead, alive):
+        folder.mkdir()
+    remove_abandoned(tmp_path)
+    assert not dead.exists() and alive.exists()
+
+
+def test_my_own_live_folders_are_kept(tmp_path: Path) -> None:
+    owned = OwnedFolder(tmp_path)
+    remove_abandoned(tmp_path)
+    assert Path(owned.name).exists()
+    owned.cleanup()
+
+
+def test_a_forked_worker_letting_go_of_the_folder_leaves_it_to_its_parent(tmp_path: Path) -> None:
+    owned = OwnedFolder(tmp_path)
+    child = os.fork()
+    if child == 0:  # the worker: drops its copy (as at its end) and leaves without Python's clean-up
+        owned.cleanup()
+        os._exit(0)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert Path(owned.name).exists() and _owner_lock_is_held(Path(owned.name))
+    owned.cleanup()
+    assert not Path(owned.name).exists()
