@@ -21,12 +21,12 @@ removed when the command ends, and what a killed command left behind is removed 
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import re
 import shutil
 import tempfile
+import time
 import uuid
 import weakref
 from collections.abc import Iterator, Sequence
@@ -88,9 +88,13 @@ class Stage:
 
 # The file in a command's folder that the command holds an exclusive flock on while it lives: the
 # kernel lets go of it when the process ends, however it ends. A pid alone cannot tell a live
-# folder from an abandoned one when the store's disk is shared by another container (whose pids
-# mean nothing here) or when the dead command's pid was given to another process since.
+# folder from an abandoned one when the store's disk is shared by another container on the same
+# machine (whose pids mean nothing here) or when the dead command's pid was given to another
+# process since. (Across machines, flock is only as good as the file system's: NFS with local
+# locks or a VM share without lock forwarding cannot tell.)
 OWNER_LOCK = ".owner"
+MAKING = ".new-"  # a folder being made: renamed to "<pid>-…" once its lock is in place
+MAKING_ABANDONED_AFTER_S = 3600.0  # a command killed between making the folder and locking it
 
 
 def _pid_alive(pid: int) -> bool:
@@ -103,30 +107,44 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _abandoned(entry: Path) -> bool:
-    pid_text = entry.name.split("-", 1)[0]
-    if not pid_text.isdigit():
-        return False
+def _owner_gone(entry: Path) -> bool | None:
+    """Whether no live process holds the folder's owner lock; None when it has none (or it cannot
+    be told: the folder is then left alone)."""
     try:
-        fd = os.open(entry / OWNER_LOCK, os.O_RDWR)
-    except FileNotFoundError:  # a folder being made (its lock not in place yet), or an older one
-        return int(pid_text) != os.getpid() and not _pid_alive(int(pid_text))
+        fd = os.open(entry / OWNER_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
     except OSError:
         return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: no live process holds it
         return True
-    except OSError as exc:
-        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return False
-        raise
+    except OSError:  # held (EWOULDBLOCK), or a file system without flock: leave it be
+        return False
     finally:
         os.close(fd)
 
 
+def _abandoned(entry: Path) -> bool:
+    if entry.name.startswith(MAKING):
+        gone = _owner_gone(entry)
+        if gone is not None:
+            return gone
+        with contextlib.suppress(OSError):
+            return time.time() - entry.stat().st_mtime > MAKING_ABANDONED_AFTER_S
+        return False
+    pid_text = entry.name.split("-", 1)[0]
+    if not pid_text.isdigit() or int(pid_text) == os.getpid():
+        return False
+    gone = _owner_gone(entry)
+    if gone is None:  # made by an older version: by its pid
+        return not _pid_alive(int(pid_text))
+    return gone
+
+
 def remove_abandoned(folder: Path) -> None:
-    """Folders in `folder` left by commands that were killed (named "<pid>-...", their owner
-    lock free; without one, their pid gone)."""
+    """Folders in `folder` left by commands that were killed (named "<pid>-..." or being made,
+    their owner lock free; without one, their pid gone)."""
     for entry in folder.iterdir() if folder.is_dir() else ():
         if entry.is_dir() and _abandoned(entry):
             shutil.rmtree(entry, ignore_errors=True)
@@ -134,21 +152,36 @@ def remove_abandoned(folder: Path) -> None:
 
 class OwnedFolder:
     """A fresh folder "<pid>-..." in `parent`, locked as its command's (OWNER_LOCK) until
-    ``cleanup()`` (or the last reference to it) removes it. The lock file is made and locked under
-    another name and renamed into place, so OWNER_LOCK is never seen unlocked while its owner lives."""
+    ``cleanup()`` (or the last reference to it) removes it. It is made under another name, its lock
+    made and taken inside, and only then renamed into place: no one ever sees a "<pid>-..." folder
+    without its lock held, nor OWNER_LOCK unlocked while its owner lives."""
 
     def __init__(self, parent: Path) -> None:
-        self.name = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=parent)
-        making = Path(self.name) / f"{OWNER_LOCK}-{uuid.uuid4().hex}"
-        fd = os.open(making, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        making = ""
+        fd = -1
         try:
+            for attempt in range(3):
+                try:
+                    making = tempfile.mkdtemp(prefix=MAKING, dir=parent)
+                    break
+                except FileNotFoundError:  # another command removed the (empty) parent just now
+                    if attempt == 2:
+                        raise
+                    parent.mkdir(parents=True, exist_ok=True)
+            lock_tmp = Path(making) / f"{OWNER_LOCK}-{uuid.uuid4().hex}"
+            fd = os.open(lock_tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
             fcntl.flock(fd, fcntl.LOCK_EX)
-            os.replace(making, Path(self.name) / OWNER_LOCK)
+            os.replace(lock_tmp, Path(making) / OWNER_LOCK)
+            self.name = str(parent / f"{os.getpid()}-{uuid.uuid4().hex[:12]}")
+            os.rename(making, self.name)
+            making = self.name
+            self._finalizer = weakref.finalize(self, _remove_owned, self.name, fd, os.getpid())
         except BaseException:
-            os.close(fd)
-            shutil.rmtree(self.name, ignore_errors=True)
+            if fd >= 0:
+                os.close(fd)
+            if making:
+                shutil.rmtree(making, ignore_errors=True)
             raise
-        self._finalizer = weakref.finalize(self, _remove_owned, self.name, fd, os.getpid())
 
     def cleanup(self) -> None:
         self._finalizer()

@@ -60,6 +60,7 @@ POLL_S = 0.002
 SCAN_S = 0.1  # how often the process tree is read while a command runs
 GONE_WITHIN_S = 5.0  # workers end at once (PR_SET_PDEATHSIG) or within 0.5 s (watchdog)
 SIGTERM_EXIT_WITHIN_S = 3.0
+STOP_WITHIN_S = 10.0  # a stopped command's threads are all stopped by then
 
 pytestmark = pytest.mark.skipif(not (PROC / "self" / "stat").exists() or not sys.platform.startswith("linux"),
                                 reason="watches processes through Linux /proc")
@@ -94,6 +95,22 @@ def _stat(pid: int) -> tuple[str, int] | None:
     except (OSError, IndexError):
         return None
     return fields[0], int(fields[1])
+
+
+def _stopped(pid: int) -> bool:
+    """Every thread of the process is stopped (or it has ended)."""
+    try:
+        tasks = [int(entry.name) for entry in (PROC / str(pid) / "task").iterdir()]
+    except OSError:
+        return True
+    for task in tasks:
+        try:
+            state = (PROC / str(pid) / "task" / str(task) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue  # the thread has ended
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
 
 
 def _alive(pid: int) -> bool:
@@ -393,11 +410,13 @@ class Watched:
         """Send `signum` only if the command holds the store at that instant: it is stopped
         (SIGSTOP) while the lock file is read, so it cannot let go between the look and the signal.
         False (and the command goes on, unsignalled) when it no longer held the store."""
-        self.seen |= descendants(self.pid)
         os.kill(self.pid, signal.SIGSTOP)
         try:
-            while (stat := _stat(self.pid)) is not None and stat[0] not in ("T", "t", "Z", "X"):
+            deadline = time.monotonic() + STOP_WITHIN_S
+            while not _stopped(self.pid):
+                assert time.monotonic() < deadline, f"{self.args[0]} did not stop within {STOP_WITHIN_S} s"
                 time.sleep(POLL_S)
+            self.seen |= descendants(self.pid)
             if lock_holder(self.db) != self.pid:
                 return False
             os.kill(self.pid, signum)  # a SIGKILL lands at once; any other signal waits for SIGCONT
@@ -460,8 +479,12 @@ class World:
             holds = [(float(start), float(end)) for start, end in watched.holds
                      if start is not None and end is not None]
             assert holds, f"{command}: never seen holding the store (lock file {db}.lock)"
-            window = (max(range(len(holds)), key=lambda i: holds[i][1] - holds[i][0]) if command == "load-samples"
-                      else len(holds) - 1)  # the last hold writes the results
+            if command == "load-samples":  # its longest hold
+                window = max(range(len(holds)), key=lambda i: holds[i][1] - holds[i][0])
+            else:  # the first hold not over before it staged writes the results (see window_holds)
+                assert watched.staged_at is not None, f"{command}: never seen staging ({staging_dir(db)})"
+                window = next(i for i, (_, end) in enumerate(holds) if end > watched.staged_at)
+                assert window == len(holds) - 1, f"{command}: a hold after its write window ({holds})"
             self.references[command] = Reference(duration, holds, window, check_store(db))
         return self.references[command]
 
@@ -494,13 +517,16 @@ def window_threshold(ref: Reference) -> float:
 
 
 def window_holds(watched: Watched, command: str, ref: Reference) -> list[list[float | None]]:
-    """The holds from the write window on: from the hold counted as the window in the undisturbed
-    run, or from one that starts as late as it did (a quicker run reaches it sooner, a hold too
-    short to be seen shifts the count). load-samples takes and gives back the store many times,
-    too quickly to count them all: only the time counts there."""
-    threshold = window_threshold(ref)
-    return [hold for index, hold in enumerate(watched.holds)
-            if (index >= ref.window and command != "load-samples") or (hold[0] is not None and hold[0] >= threshold)]
+    """The holds from the write window on: every command but load-samples stages its work and
+    then writes, so its window is the first hold not over before it was seen staging (an earlier
+    hold, such as search-index's look-up of the run, is not it, however quick or slow the run).
+    load-samples stages nothing and takes and gives back the store many times: there the window
+    is the first hold that starts as late as the longest one did in the undisturbed run."""
+    if command == "load-samples":
+        threshold = window_threshold(ref)
+        return [hold for hold in watched.holds if hold[0] is not None and hold[0] >= threshold]
+    staged = watched.staged_at
+    return [] if staged is None else [hold for hold in watched.holds if hold[1] is None or hold[1] > staged]
 
 
 def reach(watched: Watched, command: str, point: str, ref: Reference, window_s: float | None = None) -> bool:

@@ -355,18 +355,38 @@ def test_an_unsafe_abstention_regex_is_refused(rules_text: str) -> None:
         rules_from_text(text, "my.toml")
 
 
-def test_every_shipped_pattern_is_safe_from_catastrophic_backtracking() -> None:
-    """A process does not analyse the shipped file's patterns (evaluator.rules._SHIPPED_PATTERNS):
-    this test does, every one of them, as a user's file's patterns are analysed when read."""
+def test_every_shipped_pattern_is_safe_from_catastrophic_backtracking(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process does not analyse the shipped file's patterns while the file is as this test last
+    analysed them (evaluator.rules.SHIPPED_RULES_SHA256): this test does, every one of them, as a
+    user's file's patterns are analysed when read."""
+    import hashlib
+
     from evaluator import rules as rules_module
 
-    load_rules()
-    shipped = rules_module._SHIPPED_PATTERNS
-    assert PatternRule("outside (my|the) scope", True) in shipped
-    assert len(shipped) >= 30
-    unsafe = {rule.pattern: problem for rule in shipped
-              if (problem := rules_module._backtracking_problem(rule)) is not None}
+    read: set[PatternRule] = set()
+    monkeypatch.setattr(rules_module, "_SHIPPED_PATTERNS", read)  # the shipped build records each pattern read
+    text = DEFAULT_RULES_PATH.read_text(encoding="utf-8-sig")
+    rules_module._build(rules_module._toml(text, "shipped"), text, "shipped", shipped=True)
+    assert PatternRule("outside (my|the) scope", True) in read
+    assert len(read) >= 30
+    unsafe = {rule.pattern: problem for rule in read if (problem := rules_module._backtracking_problem(rule))}
     assert not unsafe
+    digest = hashlib.sha256(DEFAULT_RULES_PATH.read_bytes()).hexdigest()
+    assert digest == rules_module.SHIPPED_RULES_SHA256, (
+        f"{DEFAULT_RULES_PATH.name} changed; its patterns pass (above): set SHIPPED_RULES_SHA256 to {digest!r}")
+
+
+def test_the_shipped_file_edited_in_place_is_analysed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluator import rules as rules_module
+
+    edited = tmp_path / DEFAULT_RULES_PATH.name
+    edited.write_text(DEFAULT_RULES_PATH.read_text(encoding="utf-8").replace(
+        '"outside (my|the) scope"', '"outside (my|the) scope", "(b+)+$"', 1), encoding="utf-8")
+    monkeypatch.setattr(rules_module, "DEFAULT_RULES_PATH", edited)
+    monkeypatch.setattr(rules_module, "_SHIPPED_PATTERNS", set())
+    with pytest.raises(ValueError, match=r"\(b\+\)\+\$.*backtrack"):
+        load_rules()
+    assert not rules_module._SHIPPED_PATTERNS
 
 
 @pytest.mark.parametrize("reader", ["rules_from_text", "user_file"])

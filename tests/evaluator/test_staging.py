@@ -6,9 +6,18 @@ import fcntl
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from evaluator.staging import OWNER_LOCK, OwnedFolder, remove_abandoned, snapshot_run, staging_area
+from evaluator.staging import (
+    MAKING,
+    MAKING_ABANDONED_AFTER_S,
+    OWNER_LOCK,
+    OwnedFolder,
+    remove_abandoned,
+    snapshot_run,
+    staging_area,
+)
 from evaluator.store import connect
 
 
@@ -138,3 +147,21 @@ def test_a_forked_worker_letting_go_of_the_folder_leaves_it_to_its_parent(tmp_pa
     assert Path(owned.name).exists() and _owner_lock_is_held(Path(owned.name))
     owned.cleanup()
     assert not Path(owned.name).exists()
+
+
+def test_a_folder_being_made_is_kept_while_its_lock_is_held_or_it_is_recent(tmp_path: Path) -> None:
+    locked, recent, old = (tmp_path / f"{MAKING}{name}" for name in ("locked", "recent", "old"))
+    for folder in (locked, recent, old):
+        folder.mkdir()
+    (locked / OWNER_LOCK).touch()
+    fd = os.open(locked / OWNER_LOCK, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    long_ago = time.time() - MAKING_ABANDONED_AFTER_S - 60
+    os.utime(old, (long_ago, long_ago))  # a command killed between making it and taking its lock
+    try:
+        remove_abandoned(tmp_path)
+        assert locked.exists() and recent.exists() and not old.exists()
+    finally:
+        os.close(fd)
+    remove_abandoned(tmp_path)  # its lock is free now
+    assert not locked.exists() and recent.exists()
