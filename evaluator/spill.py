@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from evaluator.staging import OwnedFolder, remove_abandoned
+from evaluator.staging import OwnedFolder
 
 
 def _returning_pool() -> pa.MemoryPool:
@@ -46,7 +46,6 @@ def spill_folder(parent: Path | None = None) -> OwnedFolder:
         parent.mkdir(mode=0o700, exist_ok=True)
     else:  # shared by the store's users, as the staging folder is
         parent.mkdir(parents=True, exist_ok=True)
-    remove_abandoned(parent)
     return OwnedFolder(parent)
 
 

@@ -152,11 +152,13 @@ def remove_abandoned(folder: Path) -> None:
 
 class OwnedFolder:
     """A fresh folder "<pid>-..." in `parent`, locked as its command's (OWNER_LOCK) until
-    ``cleanup()`` (or the last reference to it) removes it. It is made under another name, its lock
-    made and taken inside, and only then renamed into place: no one ever sees a "<pid>-..." folder
-    without its lock held, nor OWNER_LOCK unlocked while its owner lives."""
+    ``cleanup()`` (or the last reference to it) removes it; the folders there of killed commands
+    are removed first. It is made under another name, its lock made and taken inside, and only
+    then renamed into place: no one ever sees a "<pid>-..." folder without its lock held, nor
+    OWNER_LOCK unlocked while its owner lives."""
 
     def __init__(self, parent: Path) -> None:
+        remove_abandoned(parent)
         making = ""
         fd = -1
         try:
@@ -208,7 +210,6 @@ def staging_area(db: str | os.PathLike[str] | None) -> Iterator[Stage]:
     """A fresh staging file with the store's schema, removed afterwards whatever happens."""
     parent = staging_folder(db)
     parent.mkdir(parents=True, exist_ok=True)
-    remove_abandoned(parent)
     owned = OwnedFolder(parent)
     folder = Path(owned.name)
     try:

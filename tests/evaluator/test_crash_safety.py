@@ -98,19 +98,12 @@ def _stat(pid: int) -> tuple[str, int] | None:
 
 
 def _stopped(pid: int) -> bool:
-    """Every thread of the process is stopped (or it has ended)."""
+    """Every thread of the process is stopped (or it has ended); /proc/<thread id> is the thread's."""
     try:
-        tasks = [int(entry.name) for entry in (PROC / str(pid) / "task").iterdir()]
+        threads = [int(entry.name) for entry in (PROC / str(pid) / "task").iterdir()]
     except OSError:
         return True
-    for task in tasks:
-        try:
-            state = (PROC / str(pid) / "task" / str(task) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue  # the thread has ended
-        if state not in ("T", "t", "Z", "X"):
-            return False
-    return True
+    return all((stat := _stat(thread)) is None or stat[0] in ("T", "t", "Z", "X") for thread in threads)
 
 
 def _alive(pid: int) -> bool:
@@ -457,7 +450,10 @@ class World:
     references: dict[str, Reference] = field(default_factory=dict)
 
     def prepare(self, command: str, db: Path) -> None:
-        """The store a command starts from: the base store, or none at all for load-samples."""
+        """The store a command starts from: the base store, or none at all for load-samples
+        (whatever an earlier run left at `db` removed)."""
+        for leftover in (db, db.with_name(db.name + ".wal")):
+            leftover.unlink(missing_ok=True)
         if command != "load-samples":
             shutil.copyfile(self.base, db)
 
@@ -603,8 +599,6 @@ def test_kill_9_leaves_a_whole_store_that_takes_the_command_again(world: World, 
             # Its write window was over before half the undisturbed one: aim at half of this run's.
             window_s = min((float(end) - float(start) for start, end in window_holds(watched, command, ref)  # type: ignore[arg-type]
                             if end is not None), default=None)
-        for leftover in (db, db.with_name(db.name + ".wal")):
-            leftover.unlink(missing_ok=True)
         world.prepare(command, db)
     assert killed, f"{command} ended (exit {code}) before kill point {point}: {watched.stderr()} ({watched.holds})"
     assert code == -signal.SIGKILL
@@ -697,8 +691,6 @@ def test_sigterm_inside_the_write_window_rolls_back_or_finishes(world: World, tm
         took = time.monotonic() - signalled
         if signalled_inside or code != 0 or attempt == 3:
             break
-        for leftover in (db, db.with_name(db.name + ".wal")):
-            leftover.unlink(missing_ok=True)
         world.prepare(command, db)
     assert signalled_inside, f"{command} ended (exit {code}) before its write window: {watched.stderr()}"
 
