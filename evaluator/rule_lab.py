@@ -16,7 +16,7 @@ import re
 import threading
 import time
 import tomllib
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -264,32 +264,15 @@ class Verdicts:
     seconds: float
 
 
-# The engine's rows (Arrow tables ``lab_overall``, ``lab_checks``), one per response in id order.
-PIVOT_SQL = """
-SELECT o.response_id, o.overall = 'PASS' AS passed,
-       list(c.verdict ORDER BY list_position($checks, c.check_name)) AS verdicts
-FROM lab_overall o JOIN lab_checks c USING (response_id)
-GROUP BY ALL
-ORDER BY o.response_id
-"""
-
-
 def _evaluated(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str, profile: str,
                only: list[int] | None = None) -> tuple[list[int], list[bool], list[tuple[str, ...]]]:
     """Ids, PASS and the checks' verdicts of the run's responses (``only``: just these) under
     ``rules``, in id order, decided by the SQL engine (Python decides the rows SQL cannot)."""
-    from evaluator.sql.engine import evaluate_run_sql
+    from evaluator.sql.engine import evaluate_verdicts
 
-    run = evaluate_run_sql(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile, only=only)
-    con.register("lab_overall", run.overall)
-    con.register("lab_checks", run.checks)
-    try:
-        t = con.sql(PIVOT_SQL, params={"checks": list(CHECK_NAMES)}).to_arrow_table()
-    finally:
-        con.unregister("lab_overall")
-        con.unregister("lab_checks")
-    return (t.column("response_id").to_pylist(), t.column("passed").to_pylist(),
-            [tuple(v) for v in t.column("verdicts").to_pylist()])
+    got = evaluate_verdicts(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile, only=only)
+    ids = sorted(got)
+    return ids, [got[i][0] for i in ids], [got[i][1] for i in ids]
 
 
 def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str,
@@ -433,24 +416,26 @@ class Preview:
 
 def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
     """Pass rates per template and provider under both, and the responses whose verdict flipped."""
+    names = tuple(CHECK_NAMES)  # a view over the registry: read once, not once per response
+    # Counted whole (C speed); only the responses whose checks changed are looked at one by one.
+    tally = Counter(zip(rows.groups, rows.providers, before.passed, after.passed, strict=True))
     counts: dict[tuple[str, str], list[int]] = {}
-    flips: list[Flip] = []
-    changed = dict.fromkeys(CHECK_NAMES, 0)
-    for i, provider in enumerate(rows.providers):
-        group = rows.groups[i]
+    for (group, provider, pb, pa), k in tally.items():
         c = counts.setdefault((group, provider), [0, 0, 0])
-        pb, pa = before.passed[i], after.passed[i]
-        c[0] += 1
-        c[1] += pb
-        c[2] += pa
-        cb, ca = before.checks[i], after.checks[i]
+        c[0] += k
+        c[1] += k * pb
+        c[2] += k * pa
+    flips: list[Flip] = []
+    changed = dict.fromkeys(names, 0)
+    for i, (cb, ca) in enumerate(zip(before.checks, after.checks, strict=True)):
         if cb == ca:
             continue
-        diff = tuple((name, vb, va) for name, vb, va in zip(CHECK_NAMES, cb, ca, strict=True) if vb != va)
+        diff = tuple((name, vb, va) for name, vb, va in zip(names, cb, ca, strict=True) if vb != va)
         for name, _, _ in diff:
             changed[name] += 1
+        pb, pa = before.passed[i], after.passed[i]
         if pb != pa:
-            flips.append(Flip(rows.ids[i], rows.question_ids[i], provider, group,
+            flips.append(Flip(rows.ids[i], rows.question_ids[i], rows.providers[i], rows.groups[i],
                               "PASS" if pb else "FAIL", "PASS" if pa else "FAIL", diff))
     groups = [Group(t, p, n, b, a) for (t, p), (n, b, a) in sorted(counts.items(), key=lambda kv: kv[0])]
     return Preview(len(rows.ids), sum(before.passed), sum(after.passed), groups, flips, changed)
@@ -458,13 +443,17 @@ def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
 
 # --- the base as stored: an evaluation under the same rules is read, not recomputed -------------
 
-STORED_SQL = """
-SELECT rr.response_id, rr.overall = 'PASS' AS passed,
-       list(c.verdict ORDER BY list_position($checks, c.check_name)) AS verdicts
+def _stored_sql() -> str:
+    """A stored evaluation's rows, one per response in id order: PASS and one column per check
+    (NULL where it has no result for it), pivoted with one filtered aggregate per check."""
+    columns = "".join(f", any_value(c.verdict) FILTER (WHERE c.check_name = $check_{i}) AS \"{i}\""
+                      for i in range(len(CHECK_NAMES)))
+    return f"""
+SELECT rr.response_id, any_value(rr.overall) = 'PASS' AS passed, count(c.check_name) AS n{columns}
 FROM response_results rr
 JOIN check_results c ON c.evaluation_id = rr.evaluation_id AND c.response_id = rr.response_id
 WHERE rr.evaluation_id = $evaluation
-GROUP BY ALL
+GROUP BY rr.response_id
 ORDER BY rr.response_id
 """
 
@@ -482,15 +471,18 @@ def stored_evaluation(con: duckdb.DuckDBPyConnection, run_id: int, ruleset: str,
 
 
 def stored_verdicts(con: duckdb.DuckDBPyConnection, evaluation_id: int, rows: RunRows) -> Verdicts | None:
-    """A stored evaluation's verdicts in the rows' order (None when it does not cover exactly these rows)."""
+    """A stored evaluation's verdicts in the rows' order (None when it does not cover exactly these
+    rows with exactly one result for each check)."""
     started = time.perf_counter()
-    t = con.sql(STORED_SQL, params={"checks": list(CHECK_NAMES), "evaluation": evaluation_id}).to_arrow_table()
+    names = {f"check_{i}": name for i, name in enumerate(CHECK_NAMES)}
+    t = con.sql(_stored_sql(), params={"evaluation": evaluation_id, **names}).to_arrow_table()
     if t.column("response_id").to_pylist() != rows.ids:
         return None
-    checks = [tuple(v) for v in t.column("verdicts").to_pylist()]
-    if any(len(v) != len(CHECK_NAMES) for v in checks):
+    n = len(CHECK_NAMES)
+    columns = [t.column(str(i)).to_pylist() for i in range(n)]
+    if any(k != n for k in t.column("n").to_pylist()) or any(None in column for column in columns):
         return None
-    return Verdicts(t.column("passed").to_pylist(), checks, time.perf_counter() - started)
+    return Verdicts(t.column("passed").to_pylist(), list(zip(*columns, strict=True)), time.perf_counter() - started)
 
 
 def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows: RunRows, rules: Rules,

@@ -50,6 +50,11 @@ class SqlRun:
     n_python: int  # responses SQL handed to the Python reference
 
 
+def _fails_sql() -> str:
+    """True where some check's verdict is FAIL: the overall verdict's rule (evaluate.evaluate_one)."""
+    return " OR ".join(f"{name}.v = 'FAIL'" for name in CHECK_NAMES)
+
+
 def _unpivot_sql(table: str) -> tuple[str, str, str]:
     checks = " UNION ALL ".join(
         f"SELECT response_id, '{name}' AS check_name, {name}.v AS verdict, "
@@ -59,8 +64,7 @@ def _unpivot_sql(table: str) -> tuple[str, str, str]:
     flags = " UNION ALL ".join(
         f"SELECT response_id, '{name}' AS flag, {name} AS severity, '[]' AS spans, {i} AS k FROM {table} "
         f"WHERE decided AND {name} IS NOT NULL" for i, name in enumerate(FLAG_NAMES))
-    fails = " OR ".join(f"{name}.v = 'FAIL'" for name in CHECK_NAMES)
-    overall = (f"SELECT response_id, CASE WHEN {fails} THEN 'FAIL' ELSE 'PASS' END AS overall FROM {table} "
+    overall = (f"SELECT response_id, CASE WHEN {_fails_sql()} THEN 'FAIL' ELSE 'PASS' END AS overall FROM {table} "
                "WHERE decided ORDER BY response_id")
     return (f"SELECT response_id, check_name, verdict, reason, spans FROM ({checks}) ORDER BY response_id, k",
             f"SELECT response_id, flag, severity, spans FROM ({flags}) ORDER BY response_id, k", overall)
@@ -165,7 +169,9 @@ def _decided_chunks(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str
 
     def chunks() -> Generator[str]:
         if subset is not None:
-            con.register(subset, pa.table({"response_id": pa.array(list(only or ()), pa.int64())}))
+            # A temporary table, not a registered Arrow table: registering one imports pandas (0.5 s).
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {subset} AS SELECT unnest($ids)::BIGINT AS response_id",
+                        {"ids": [int(i) for i in only or ()]})
         try:
             for i, (lo, hi) in enumerate(ranges):
                 def chunk_progress(share: float, i: int = i) -> None:
@@ -180,7 +186,7 @@ def _decided_chunks(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str
                     con.execute(f"DROP TABLE IF EXISTS temp.{table}")
         finally:
             if subset is not None:
-                con.unregister(subset)
+                con.execute(f"DROP TABLE IF EXISTS temp.{subset}")
 
     return chunks()
 
@@ -277,6 +283,33 @@ def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: st
     decided = decide_in_sql(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=on_progress,
                             only=only)
     return decided.with_python(python_tables(con, decided.undecided, ruleset=ruleset, rules=rules, profile=profile))
+
+
+def evaluate_verdicts(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
+                      only: Sequence[int] | None = None) -> dict[int, tuple[bool, tuple[str, ...]]]:
+    """Each response's (PASS?, its checks' verdicts in CHECK_NAMES order) under ``rules``, as
+    ``evaluate_run_sql`` decides them (``only``: just these responses), without the reasons and
+    flags it also returns: what the Rule lab compares."""
+    names = tuple(CHECK_NAMES)
+    out: dict[int, tuple[bool, tuple[str, ...]]] = {}
+    chunks = _decided_chunks(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=None,
+                             only=only, ranges=id_ranges(con, run_id, only))
+    undecided: list[int] = []
+    if chunks is None:
+        undecided = _all_ids(con, run_id, only)
+    else:
+        with contextlib.closing(chunks):
+            for table in chunks:
+                t = con.sql(f"SELECT response_id, NOT coalesce({_fails_sql()}, false) AS passed, "
+                            + ", ".join(f"{name}.v AS {name}" for name in names)
+                            + f" FROM {table} WHERE decided").to_arrow_table()
+                for rid, passed, *verdicts in zip(*(t.column(k).to_pylist() for k in t.column_names), strict=True):
+                    out[rid] = (passed, tuple(verdicts))
+                undecided += _undecided(con, table)
+    for rid, ev in _python_rows(con, undecided, ruleset=ruleset, rules=rules, profile=profile).items():
+        by_name = {c.check: c.verdict for c in ev.checks}
+        out[rid] = (ev.overall == "PASS", tuple(by_name[name] for name in names))
+    return out
 
 
 def pick_sample(ids: Sequence[int], n: int, seed: int | None = None) -> list[int]:

@@ -144,6 +144,54 @@ def test_stored_verdicts_equal_the_evaluated_ones(sample_store: Path) -> None:
     assert (stored.passed, stored.checks) == (evaluated.passed, evaluated.checks)
 
 
+def test_a_stored_evaluation_missing_a_check_result_is_not_read_as_the_base(sample_store: Path, tmp_path: Path) -> None:
+    import shutil
+
+    db = tmp_path / "missing.duckdb"
+    shutil.copy(sample_store, db)
+    run_id, rows = run_rows(db)
+    rules = load_rules()
+    with connect(db) as con:
+        evaluation = lab.stored_evaluation(con, run_id, RULESET, rules, PROFILE)
+        assert evaluation is not None
+        con.execute("DELETE FROM check_results WHERE evaluation_id = $e AND response_id = $r AND check_name = $c",
+                    {"e": evaluation, "r": rows.ids[0], "c": "cites_shlokas"})
+    with connect(db, read_only=True) as con:
+        assert lab.stored_verdicts(con, evaluation, rows) is None
+
+
+VERDICT = st.sampled_from(["PASS", "FAIL", "N/A"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["T1", "T2", "T3"]), st.sampled_from(["a", "b"]),
+                          st.tuples(*[VERDICT] * 6), st.tuples(*[VERDICT] * 6)), max_size=30))
+def test_the_comparison_counts_and_flips_as_defined(cases: list[tuple[str, str, tuple[str, ...], tuple[str, ...]]]
+                                                   ) -> None:
+    from evaluator.types import CHECK_NAMES
+
+    rows = lab.RunRows(1, list(range(len(cases))), [f"q{i}" for i in range(len(cases))],
+                       [c[1] for c in cases], [c[0] for c in cases])
+
+    def as_verdicts(k: int) -> lab.Verdicts:
+        return lab.Verdicts([all(v != "FAIL" for v in c[k]) for c in cases], [c[k] for c in cases], 0.0)
+
+    before, after = as_verdicts(2), as_verdicts(3)
+    preview = lab.compare(rows, before, after)
+    for g in preview.groups:
+        mine = [i for i, c in enumerate(cases) if (c[0], c[1]) == (g.template, g.provider)]
+        assert (g.n, g.passed_before, g.passed_after) == (
+            len(mine), sum(before.passed[i] for i in mine), sum(after.passed[i] for i in mine))
+    assert sum(g.n for g in preview.groups) == len(cases)
+    flipped = [i for i in range(len(cases)) if before.passed[i] != after.passed[i]]
+    assert [f.response_id for f in preview.flips] == flipped
+    for f in preview.flips:
+        b, a = cases[f.response_id][2], cases[f.response_id][3]
+        assert f.changes == tuple((n, x, y) for n, x, y in zip(CHECK_NAMES, b, a, strict=True) if x != y)
+    for k, name in enumerate(CHECK_NAMES):
+        assert preview.check_changes[name] == sum(c[2][k] != c[3][k] for c in cases)
+
+
 def test_verdicts_are_cached_by_run_and_rules_hash(sample_store: Path) -> None:
     _, rows = run_rows(sample_store)
     key = (str(sample_store), "cache-test")

@@ -151,3 +151,53 @@ def test_a_run_decided_in_chunks_is_decided_as_in_one_query(sample_store, chunk_
     assert chunked.checks.equals(whole.checks) and chunked.flags.equals(whole.flags)
     assert chunked.overall.equals(whole.overall) and chunked.undecided == whole.undecided
     assert shares == sorted(shares) and shares[-1] == 1.0
+
+
+@pytest.mark.parametrize("profile", RULES.profile_names)
+def test_the_verdicts_alone_are_those_of_the_whole_evaluation(sample_store, profile):
+    from evaluator.sql.engine import evaluate_verdicts
+    from evaluator.types import CHECK_NAMES
+
+    with connect(sample_store, read_only=True) as con:
+        for (run_id,) in con.execute("SELECT run_id FROM runs").fetchall():
+            whole = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile=profile)
+            ids = sorted(whole.overall.column("response_id").to_pylist())
+            for only in (None, ids[1::2]):
+                got = evaluate_verdicts(con, run_id, ruleset="t3_aware", rules=RULES, profile=profile, only=only)
+                wanted = ids if only is None else only
+                assert sorted(got) == wanted
+                overall = dict(zip(*(whole.overall.column(k).to_pylist() for k in ("response_id", "overall")),
+                                   strict=True))
+                by_check = {(r["response_id"], r["check_name"]): r["verdict"] for r in whole.checks.to_pylist()}
+                for rid in wanted:
+                    assert got[rid] == (overall[rid] == "PASS", tuple(by_check[(rid, c)] for c in CHECK_NAMES))
+
+
+def test_the_verdicts_alone_include_the_rows_python_decides(sample_store):
+    from evaluator.sql.engine import evaluate_verdicts
+
+    with connect(sample_store, read_only=True) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'clearpath'").fetchall()[0][0]
+        whole = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath")
+        assert whole.n_python > 0
+        got = evaluate_verdicts(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath")
+    assert len(got) == whole.n_sql + whole.n_python
+
+
+def test_a_subset_is_evaluated_without_importing_pandas(sample_store):
+    import subprocess
+    import sys
+
+    code = ("import sys, duckdb\n"
+            "from evaluator.rules import load_rules\n"
+            "from evaluator.sql.engine import evaluate_verdicts\n"
+            f"con = duckdb.connect({str(sample_store)!r}, read_only=True)\n"
+            "run_id = con.execute(\"SELECT run_id FROM runs WHERE name = 'ramayana'\").fetchall()[0][0]\n"
+            "ids = [r[0] for r in con.execute('SELECT response_id FROM responses WHERE run_id = $r', "
+            "{'r': run_id}).fetchall()][::2]\n"
+            "got = evaluate_verdicts(con, run_id, ruleset='t3_aware', rules=load_rules(), profile='ramayana', "
+            "only=ids)\n"
+            "assert sorted(got) == sorted(ids)\n"
+            "print('pandas' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
