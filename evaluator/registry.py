@@ -43,6 +43,8 @@ class Registry:
     def __init__(self) -> None:
         self._entries: dict[str, dict[str, Entry]] = {kind: {} for kind in KINDS}
         self._ordered: dict[str, tuple[Entry, ...]] = {}  # entries() per kind, until the kind changes
+        # names() per (kind, granularity), until the kind changes: CHECK_NAMES reads it at each use
+        self._names: dict[tuple[str, str | None], tuple[str, ...]] = {}
 
     def register(self, kind: str, name: str, fn: Callable[..., Any], *, granularity: str | None = None,
                  order: int = 0, severity: str | None = None, reads: tuple[str, ...] = (),
@@ -70,7 +72,7 @@ class Registry:
             raise ValueError(f"{kind} {name!r} is already registered (by {where})")
         self._entries[kind][name] = Entry(kind, name, fn, granularity, order, severity, tuple(reads), tuple(options),
                                           sql)
-        self._ordered.pop(kind, None)
+        self._forget(kind)
 
     def _decorator(self, kind: str, name: str, **meta: Any) -> Callable[[F], F]:
         def decorate(fn: F) -> F:
@@ -111,12 +113,22 @@ class Registry:
 
     def names(self, kind: str, *, granularity: str | None = None) -> tuple[str, ...]:
         """Registered names of ``kind`` in display order."""
-        return tuple(e.name for e in self.entries(kind) if granularity is None or e.granularity == granularity)
+        got = self._names.get((kind, granularity))
+        if got is None:
+            got = self._names[(kind, granularity)] = tuple(
+                e.name for e in self.entries(kind) if granularity is None or e.granularity == granularity)
+        return got
+
+    def _forget(self, kind: str) -> None:
+        """Drop what entries() and names() keep of ``kind`` (it changed)."""
+        self._ordered.pop(kind, None)
+        for key in [k for k in self._names if k[0] == kind]:
+            del self._names[key]
 
     def unregister(self, kind: str, name: str) -> None:
         """Remove an entry (tests and plugins reloading themselves)."""
         self._entries[kind].pop(name, None)
-        self._ordered.pop(kind, None)
+        self._forget(kind)
 
 
 REGISTRY = Registry()

@@ -1,6 +1,8 @@
 """Rule lab (issue 16 §3): edit a rule set, see its before/after on the whole run, save it as a new
 named version, recompute the run with it."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -16,7 +18,8 @@ from evaluator.types import CHECK_NAMES
 
 served_by_app()
 
-FLIPS_SHOWN = 200
+FLIPS_PER_PAGE = 50
+FLIP_PAGE_KEY = "lab_flip_page"
 SAVED_KEY = "lab_saved"  # (run, base, name, version) of the rule set saved in this session
 
 
@@ -71,9 +74,11 @@ def show_preview(run: str, preview: lab.Preview, base_evaluation: int | None, se
     if not preview.flips:
         st.info("No response changes its overall verdict under the edited rules.")
         return
-    shown = preview.flips[:FLIPS_SHOWN]
-    if len(preview.flips) > FLIPS_SHOWN:
-        st.caption(f"The first {FLIPS_SHOWN} of {len(preview.flips):,} flips.")
+    pages = max(1, math.ceil(len(preview.flips) / FLIPS_PER_PAGE))
+    if int(st.session_state.get(FLIP_PAGE_KEY, 1)) > pages:  # fewer flips after another edit
+        st.session_state[FLIP_PAGE_KEY] = pages
+    page_no = int(st.session_state.get(FLIP_PAGE_KEY, 1))
+    shown = preview.flips[(page_no - 1) * FLIPS_PER_PAGE: page_no * FLIPS_PER_PAGE]
     flips = pd.DataFrame([{
         "review": review_link(f.response_id, base_evaluation) if base_evaluation is not None else None,
         "response_id": f.response_id, "question_id": f.question_id, "provider": f.provider,
@@ -88,6 +93,9 @@ def show_preview(run: str, preview: lab.Preview, base_evaluation: int | None, se
         flips = flips.drop(columns=["review"])
         st.caption("Recompute the run under the base rule set to open these responses in Review.")
     st.dataframe(fmt.no_none(flips), hide_index=True, column_config=config)
+    if pages > 1:
+        st.pagination(pages, key=FLIP_PAGE_KEY)
+        st.caption(f"Page {page_no} of {pages} ({len(preview.flips):,} flips, {FLIPS_PER_PAGE} per page).")
 
 
 st.title("Rule lab")
@@ -129,6 +137,7 @@ with store() as con:
         previewed = st.form_submit_button("Preview", type="primary")
     if previewed:
         st.session_state["lab_preview_on"] = True
+        st.session_state[FLIP_PAGE_KEY] = 1  # a new preview starts at its first flips
 
     try:
         edited = lab.edit(base, profile, typed, override)

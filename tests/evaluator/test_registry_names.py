@@ -20,3 +20,17 @@ def test_an_unregistered_name_fails_naming_what_is_registered() -> None:
 def test_a_flag_is_not_a_check() -> None:
     with pytest.raises(AttributeError, match="no check named 'refusal_detected'"):
         _ = CHECK.refusal_detected
+
+
+def test_names_follow_a_registration_and_its_removal() -> None:
+    from evaluator.registry import REGISTRY
+    from evaluator.types import CHECK_NAMES
+
+    before = tuple(CHECK_NAMES)
+    REGISTRY.check("zz_registered_late", order=10**6)(lambda ctx: None)
+    try:
+        assert tuple(CHECK_NAMES) == (*before, "zz_registered_late")
+        assert check_names()[-1] == "zz_registered_late"
+    finally:
+        REGISTRY.unregister("check", "zz_registered_late")
+    assert tuple(CHECK_NAMES) == before

@@ -66,3 +66,22 @@ def test_a_bad_name_is_refused_at_the_name_field(make_app, sample_store: Path, q
     app.run()
     assert any(e.value.startswith("name: ") for e in app.error)
     assert query(sample_store, "SELECT count(*) FROM saved_rulesets") == [(0,)]
+
+
+def test_many_flips_are_shown_a_page_at_a_time(make_app, sample_store: Path) -> None:  # type: ignore[no-untyped-def]
+    # "." makes every answer a refusal: every answer that passed now fails.
+    app = add_refusal(make_app(sample_store, PAGE, run="ramayana", base="t3_aware"), ".")
+    assert not app.exception
+    n = int(next(m for m in app.metric if m.label == "Flipped responses").value.replace(",", ""))
+    assert n > 50
+    first = app.dataframe[-1].value
+    assert len(first) == 50
+    pager = app.pagination(key="lab_flip_page")
+    assert pager.value == 1
+    pager.select(2)
+    app.run()
+    assert not app.exception
+    second = app.dataframe[-1].value
+    assert len(second) == min(50, n - 50)
+    assert set(second["response_id"]).isdisjoint(first["response_id"])
+    assert any(f"Page 2 of {-(-n // 50)}" in c.value for c in app.caption)
