@@ -19,10 +19,10 @@ import tomllib
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from evaluator import rules_merge
-from evaluator.registry import CHECK, FLAG
+from evaluator.registry import CHECK, FLAG, check_entries
 from evaluator.results import TEMPLATE_GROUP_SQL
 from evaluator.rules import Rules, rules_from_text
 from evaluator.types import CHECK_NAMES
@@ -265,14 +265,22 @@ class Verdicts:
 
 
 def _evaluated(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str, profile: str,
-               only: list[int] | None = None) -> tuple[list[int], list[bool], list[tuple[str, ...]]]:
-    """Ids, PASS and the checks' verdicts of the run's responses (``only``: just these) under
-    ``rules``, in id order, decided by the SQL engine (Python decides the rows SQL cannot)."""
+               only: list[int] | None = None,
+               checks: frozenset[str] | None = None) -> tuple[list[int], list[tuple[str | None, ...]]]:
+    """Ids and the checks' verdicts of the run's responses (``only``: just these) under ``rules``,
+    in id order, decided by the SQL engine (Python decides the rows SQL cannot). ``checks``: SQL
+    evaluates only these (None in the others' places)."""
     from evaluator.sql.engine import evaluate_verdicts
 
-    got = evaluate_verdicts(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile, only=only)
+    got = evaluate_verdicts(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile, only=only,
+                            checks=checks)
     ids = sorted(got)
-    return ids, [got[i][0] for i in ids], [got[i][1] for i in ids]
+    return ids, [got[i] for i in ids]
+
+
+def passes(verdicts: Sequence[str]) -> bool:
+    """A response's overall verdict from its checks' (evaluate.evaluate_one): PASS unless one FAILs."""
+    return "FAIL" not in verdicts
 
 
 def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str,
@@ -280,10 +288,11 @@ def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, r
     """The run's verdicts under ``rules``, decided in DuckDB by the SQL engine (the Python
     reference decides the rows SQL cannot; evaluator.sql.engine). Reads the store, writes nothing."""
     started = time.perf_counter()
-    ids, passed, checks = _evaluated(con, rows, rules, ruleset, profile)
+    ids, got = _evaluated(con, rows, rules, ruleset, profile)
     if ids != rows.ids:
         raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
-    return Verdicts(passed, checks, time.perf_counter() - started)
+    checks = [cast("tuple[str, ...]", v) for v in got]  # every check evaluated: no None
+    return Verdicts([passes(v) for v in checks], checks, time.perf_counter() - started)
 
 
 def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, before: Verdicts, edited: Rules,
@@ -331,13 +340,18 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
         f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)
             WHERE {' OR '.join(can_change)} ORDER BY response_id""", params).fetchall()]
     passed, checks = list(before.passed), list(before.checks)
-    if candidates:
+    # Only the checks that read a changed rule key (their registered ``reads``) can change verdict:
+    # SQL evaluates only them; the others keep ``before``'s.
+    affected = frozenset(e.name for e in check_entries() if narrow.keys & set(e.reads))
+    if candidates and affected:
         at = {rid: i for i, rid in enumerate(rows.ids)}
-        ids, now_passed, now_checks = _evaluated(con, rows, edited, ruleset, profile, only=candidates)
+        ids, now = _evaluated(con, rows, edited, ruleset, profile, only=candidates, checks=affected)
         if ids != candidates or any(rid not in at for rid in ids):
             raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
-        for rid, p, c in zip(ids, now_passed, now_checks, strict=True):
-            passed[at[rid]], checks[at[rid]] = p, c
+        for rid, verdicts in zip(ids, now, strict=True):
+            i = at[rid]
+            merged = tuple(b if v is None else v for b, v in zip(checks[i], verdicts, strict=True))
+            passed[i], checks[i] = passes(merged), merged
     return Verdicts(passed, checks, before.seconds + time.perf_counter() - started)
 
 

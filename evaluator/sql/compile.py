@@ -14,6 +14,7 @@ proposes, Python decides". Every feature mirrors evaluator.checks.Context.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -170,6 +171,17 @@ def _unverified_ctes(exempt: bool) -> str:
 )"""
 
 
+# Each list of _pattern_lists as the checks' ``reads`` name it (evaluator.registry): an edit of a
+# list can change only the verdicts of the checks that read its key.
+PATTERN_LIST_KEYS = {
+    "refusal": "answers.refusal_patterns", "redirect": "answers.redirect_patterns",
+    "substantive": "answers.substantive_patterns", "phrases": "flags.refusal_detected.phrases",
+    "markers": "profile.interpretation_markers", "abstention": "abstention",
+    "prof_refusals": "profile.refusal_phrases",
+}
+THRESHOLD_KEY, ALLOWLIST_KEY = "retrieval.min_score", "profile.allowlist"
+
+
 def _pattern_lists(rules: Rules, profile: str) -> dict[str, tuple[PatternRule, ...]]:
     """The pattern lists whose features are one regexp_matches over the answer each (h_<name>
     columns: a row's feature is whether any pattern of the list matches its answer)."""
@@ -205,6 +217,7 @@ class NarrowEdit:
     patterns: str  # one RE2 pattern matching wherever an added or removed pattern matches ('' none)
     thresholds: tuple[float, float] | None  # (before, after) retrieval.min_score, when it changed
     allowlist: tuple[str, ...] = ()  # the profile's allowlisted names added or removed (norm_term), sorted
+    keys: frozenset[str] = frozenset()  # the rule keys changed, as the checks' ``reads`` name them
 
 
 def narrow_difference(base: Rules, edited: Rules, profile: str) -> NarrowEdit | None:
@@ -221,14 +234,20 @@ def narrow_difference(base: Rules, edited: Rules, profile: str) -> NarrowEdit | 
         return None
     before, after = _pattern_lists(base, profile), _pattern_lists(edited, profile)
     changed: set[PatternRule] = set()
+    keys: set[str] = set()
     for name in before:
-        changed |= set(before[name]) ^ set(after[name])
+        differ = set(before[name]) ^ set(after[name])
+        if differ:
+            changed |= differ
+            keys.add(PATTERN_LIST_KEYS[name])
     patterns = _alternation(tuple(sorted(changed, key=lambda r: (r.pattern, r.ignore_case)))) if changed else ""
     if patterns is None:
         return None
     thresholds = (base.min_score, edited.min_score) if base.min_score != edited.min_score else None
     names = tuple(sorted(_allowlist(base, profile) ^ _allowlist(edited, profile)))
-    return NarrowEdit(patterns, thresholds, names)
+    keys |= {THRESHOLD_KEY} if thresholds else set()
+    keys |= {ALLOWLIST_KEY} if names else set()
+    return NarrowEdit(patterns, thresholds, names, frozenset(keys))
 
 
 def allowlist_pieces(names: tuple[str, ...]) -> list[list[str]] | None:
@@ -276,11 +295,14 @@ def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
 
 
 def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None,
-                ranged: bool = False) -> CompiledRun | None:
-    """The run's query; with ``only`` (a relation with a ``response_id`` column, e.g. a registered
-    Arrow table) just those responses of the run; ``ranged``: just those with ids from ``$lo``
-    to ``$hi`` (bound at each execution; the store keeps rows in id order, so a range reads
-    only its part of the tables)."""
+                ranged: bool = False, checks: Collection[str] | None = None,
+                flags: bool = True) -> CompiledRun | None:
+    """The run's query; with ``only`` (a relation with a ``response_id`` column, e.g. a temporary
+    table) just those responses of the run; ``ranged``: just those with ids from ``$lo`` to
+    ``$hi`` (bound at each execution; the store keeps rows in id order, so a range reads only
+    its part of the tables). ``checks``: only these checks' columns (default all); ``flags``:
+    the flags' columns too. The proper-noun and price candidates, the query's costliest part,
+    are worked out only when a column selected reads ``unverified``."""
     comp = compiled(rules)
     prof = comp.profile(profile)
     p = prof.profile
@@ -339,12 +361,19 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
         refused += [hit["phrases"], hit["abstention"]]
     if p.refusal_phrases:
         refused.append(hit["prof_refusals"])
-    case = sql_case(rules, ruleset, profile)
+    cands = ("list_concat(list_transform(regexp_extract_all(answer, $price), "
+             "lambda t, i: {'t': t, 'p': true, 'k': i}), "
+             f"list_transform({nouns}, lambda t, i: {{'t': t, 'p': false, 'k': 1000000 + i}}))")
     restrict = f" AND r.response_id IN (SELECT response_id FROM {quote_ident(only)})" if only else ""
     in_range = " AND {id} BETWEEN $lo AND $hi" if ranged else ""
-    checks, flags = check_entries(), flag_entries()
-    if any(e.sql is None for e in (*checks, *flags)):
+    if any(e.sql is None for e in (*check_entries(), *flag_entries())):
         return None  # a check or flag with no SQL form: Python decides every row
+    chosen = tuple(e for e in check_entries() if checks is None or e.name in checks)
+    raised = flag_entries() if flags else ()
+    case = sql_case(rules, ruleset, profile)
+    columns = _columns(chosen, raised, case, prof.checks)
+    if not re.search(r"\bunverified\b", columns):
+        cands = "[]::STRUCT(t VARCHAR, p BOOLEAN, k BIGINT)[]"  # no column reads them: none worked out
 
     def max_words_filter(k: int) -> str:
         base = f"list_filter(list_transform(aliases, lambda a: {_norm_answer('a')}), lambda a: a <> '')"
@@ -399,8 +428,7 @@ WITH base AS (
          coalesce({hit['phrases']}, false) AS h_phrases,
          ({" OR ".join(f"coalesce({x}, false)" for x in refused)}) AS refused,
          {gold} AS gold,
-         list_concat(list_transform(regexp_extract_all(answer, $price), lambda t, i: {{'t': t, 'p': true, 'k': i}}),
-                     list_transform({nouns}, lambda t, i: {{'t': t, 'p': false, 'k': 1000000 + i}})) AS cands
+         {cands} AS cands
   FROM (SELECT *, {ids_found} AS ids_found FROM f0)
 ), {_unverified_ctes(exempt)}, f2 AS (
   SELECT f1.*, unv.unverified,
@@ -444,11 +472,11 @@ WITH base AS (
               THEN coalesce($route_vals[list_position($route_keys, lower(pa))], lower(pa)) ELSE lower(pa) END AS pa_n
   FROM f4
 )
-SELECT response_id, decided, is_t3,
-{_columns(checks, flags, case, prof.checks)}
+SELECT response_id, decided, is_t3{"," if columns else ""}
+{columns}
 FROM f5
 """
-    params.update({f"sev_{e.name}": comp.severities[e.name] for e in flags})
+    params.update({f"sev_{e.name}": comp.severities[e.name] for e in raised})
     regexes = frozenset(k for k in params if k.startswith("rx_") or k in ("price", "noun", "citation", "fw"))
     return CompiledRun(sql, params, regexes)
 

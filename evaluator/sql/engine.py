@@ -16,7 +16,7 @@ import os
 import random
 import re
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Collection, Generator, Sequence
 from dataclasses import dataclass
 
 import duckdb
@@ -153,14 +153,16 @@ class SqlDecided:
 
 def _decided_chunks(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
                     on_progress: Callable[[float], None] | None, only: Sequence[int] | None,
-                    ranges: Sequence[tuple[int, int]]) -> Generator[str] | None:
+                    ranges: Sequence[tuple[int, int]], checks: Collection[str] | None = None,
+                    flags: bool = True) -> Generator[str] | None:
     """The run decided one range of response ids at a time (``id_ranges``; one query each, so
     that memory stays bounded): yields the name of a temporary table of each chunk's query
-    (compile_run's columns), dropped when the next is made. None when the rules have no SQL form
-    (Python decides all). Close it when leaving early (contextlib.closing)."""
+    (compile_run's columns: ``checks`` and ``flags`` as there), dropped when the next is made.
+    None when the rules have no SQL form (Python decides all). Close it when leaving early
+    (contextlib.closing)."""
     table = f"sql_engine_{os.getpid()}_{run_id}"
     subset = f"{table}_only" if only is not None else None
-    plan = compile_run(rules, ruleset, profile, only=subset, ranged=True)
+    plan = compile_run(rules, ruleset, profile, only=subset, ranged=True, checks=checks, flags=flags)
     if plan is not None and not all(re2_compiles(con, plan.params[k]) for k in plan.regexes):
         plan = None  # a pattern RE2 refuses (see re2_compiles): Python decides every row
     if plan is None:
@@ -286,29 +288,36 @@ def evaluate_run_sql(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: st
 
 
 def evaluate_verdicts(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str, rules: Rules, profile: str,
-                      only: Sequence[int] | None = None) -> dict[int, tuple[bool, tuple[str, ...]]]:
-    """Each response's (PASS?, its checks' verdicts in CHECK_NAMES order) under ``rules``, as
-    ``evaluate_run_sql`` decides them (``only``: just these responses), without the reasons and
-    flags it also returns: what the Rule lab compares."""
+                      only: Sequence[int] | None = None,
+                      checks: Collection[str] | None = None) -> dict[int, tuple[str | None, ...]]:
+    """Each response's checks' verdicts in CHECK_NAMES order under ``rules``, as ``evaluate_run_sql``
+    decides them (``only``: just these responses), without the reasons and flags it also returns:
+    what the Rule lab compares. ``checks``: SQL evaluates only these (None in the others' places:
+    not evaluated); a response Python decides gets every verdict."""
     names = tuple(CHECK_NAMES)
-    out: dict[int, tuple[bool, tuple[str, ...]]] = {}
+    chosen = [name for name in names if checks is None or name in checks]
+    out: dict[int, tuple[str | None, ...]] = {}
     chunks = _decided_chunks(con, run_id, ruleset=ruleset, rules=rules, profile=profile, on_progress=None,
-                             only=only, ranges=id_ranges(con, run_id, only))
+                             only=only, ranges=id_ranges(con, run_id, only), checks=chosen, flags=False)
     undecided: list[int] = []
     if chunks is None:
         undecided = _all_ids(con, run_id, only)
     else:
         with contextlib.closing(chunks):
             for table in chunks:
-                t = con.sql(f"SELECT response_id, NOT coalesce({_fails_sql()}, false) AS passed, "
-                            + ", ".join(f"{name}.v AS {name}" for name in names)
-                            + f" FROM {table} WHERE decided").to_arrow_table()
-                for rid, passed, *verdicts in zip(*(t.column(k).to_pylist() for k in t.column_names), strict=True):
-                    out[rid] = (passed, tuple(verdicts))
+                t = con.sql(f"SELECT response_id{''.join(f', {name}.v AS {name}' for name in chosen)} "
+                            f"FROM {table} WHERE decided").to_arrow_table()
+                got = {name: t.column(name).to_pylist() for name in chosen}
+                if any(None in v for v in got.values()):
+                    raise RuntimeError(f"a check's SQL form gave no verdict (run {run_id})")
+                blank = [None] * t.num_rows
+                for rid, *verdicts in zip(t.column("response_id").to_pylist(),
+                                          *(got.get(name, blank) for name in names), strict=True):
+                    out[rid] = tuple(verdicts)
                 undecided += _undecided(con, table)
     for rid, ev in _python_rows(con, undecided, ruleset=ruleset, rules=rules, profile=profile).items():
         by_name = {c.check: c.verdict for c in ev.checks}
-        out[rid] = (ev.overall == "PASS", tuple(by_name[name] for name in names))
+        out[rid] = tuple(by_name[name] for name in names)
     return out
 
 

@@ -44,9 +44,9 @@ def re_evaluated(db: Path, rows: lab.RunRows, base: Rules, edited: Rules,
     evaluated = lab._evaluated
     only_seen: list[list[int] | None] = []
 
-    def spy(*args: object, only: list[int] | None = None) -> object:
+    def spy(*args: object, only: list[int] | None = None, **kwargs: object) -> object:
         only_seen.append(only)
-        return evaluated(*args, only=only)  # type: ignore[arg-type]
+        return evaluated(*args, only=only, **kwargs)  # type: ignore[arg-type]
 
     with connect(db, read_only=True) as con:
         before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
@@ -437,3 +437,100 @@ def test_a_threshold_edit_re_evaluates_only_responses_whose_best_score_is_betwee
     low, high = sorted((base.min_score, 0.95))
     between = sorted(rid for rid in rows.ids if best.get(rid) is not None and low <= best[rid] < high)
     assert between and len(only_seen) == 1 and only_seen[0] == between
+
+
+# --- the checks' ``reads``: an edit of a rule key changes only the verdicts of the checks reading it
+
+# Each narrowable field of the form, and the rule key (as the checks' ``reads`` name it) its edit changes.
+NARROW_FIELDS = {
+    "refusal_patterns": "answers.refusal_patterns", "redirect_patterns": "answers.redirect_patterns",
+    "abstention_patterns": "abstention", "refusal_phrases": "flags.refusal_detected.phrases",
+    "profile_refusal_phrases": "profile.refusal_phrases", "interpretation_markers": "profile.interpretation_markers",
+    "allowlist": "profile.allowlist",
+}
+# What a QA lead might add: words the sample answers say, and patterns matching much of them.
+ADDED = st.sampled_from(["the text", "cannot", "sorry", "Rama", "Lord Shiva", "refund", "I", "according to",
+                         "Clearpath", "Sync Bridge Pro", "please", "the", "Ayodhya"])
+
+
+def test_every_narrowable_key_is_read_by_some_check() -> None:
+    from evaluator.registry import check_entries
+    from evaluator.sql.compile import ALLOWLIST_KEY, PATTERN_LIST_KEYS, THRESHOLD_KEY
+
+    read = {key for e in check_entries() for key in e.reads}
+    assert {*PATTERN_LIST_KEYS.values(), THRESHOLD_KEY, ALLOWLIST_KEY} <= read
+    assert set(NARROW_FIELDS.values()) <= read
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(field=st.sampled_from(sorted(NARROW_FIELDS)), profile=st.sampled_from(["ramayana", "clearpath", "rag"]),
+       added=st.lists(ADDED, min_size=1, max_size=3), drop=st.booleans())
+def test_an_edit_of_one_key_changes_only_the_checks_that_read_it(
+        sample_store_template: Path, field: str, profile: str, added: list[str], drop: bool) -> None:
+    from evaluator.evaluate import evaluate_batch
+    from evaluator.recompute import load_responses
+    from evaluator.registry import check_entries
+    from evaluator.sql.compile import narrow_difference
+
+    base = load_rules()
+    values = lab.form_values(base, profile)
+    kept = [] if drop else str(values[field]).splitlines()
+    edited = lab.edit(base, profile, {**values, field: "\n".join([*kept, *added])}).rules
+    narrow = narrow_difference(base, edited, profile)
+    assert narrow is not None
+    if edited.hash != base.hash:
+        assert narrow.keys <= {NARROW_FIELDS[field]}
+    unread = [i for i, e in enumerate(check_entries()) if NARROW_FIELDS[field] not in e.reads]
+    with connect(sample_store_template, read_only=True) as con:
+        inputs = list(load_responses(con, [r[0] for r in con.execute("SELECT response_id FROM responses")
+                                           .fetchall()]).values())
+    before = evaluate_batch(inputs, ruleset=RULESET, rules=base, profile=profile)
+    after = evaluate_batch(inputs, ruleset=RULESET, rules=edited, profile=profile)
+    for b, a in zip(before, after, strict=True):
+        assert [b.checks[i].verdict for i in unread] == [a.checks[i].verdict for i in unread]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(min_score=st.floats(0, 1), profile=st.sampled_from(["ramayana", "clearpath"]))
+def test_a_threshold_edit_changes_only_the_checks_that_read_it(sample_store_template: Path, min_score: float,
+                                                               profile: str) -> None:
+    from evaluator.evaluate import evaluate_batch
+    from evaluator.recompute import load_responses
+    from evaluator.registry import check_entries
+
+    base = load_rules()
+    edited = lab.edit(base, profile, {**lab.form_values(base, profile), "min_score": min_score}).rules
+    unread = [i for i, e in enumerate(check_entries()) if "retrieval.min_score" not in e.reads]
+    with connect(sample_store_template, read_only=True) as con:
+        inputs = list(load_responses(con, [r[0] for r in con.execute("SELECT response_id FROM responses")
+                                           .fetchall()]).values())
+    before = evaluate_batch(inputs, ruleset=RULESET, rules=base, profile=profile)
+    after = evaluate_batch(inputs, ruleset=RULESET, rules=edited, profile=profile)
+    for b, a in zip(before, after, strict=True):
+        assert [b.checks[i].verdict for i in unread] == [a.checks[i].verdict for i in unread]
+
+
+@pytest.mark.parametrize("field", ["refusal_patterns", "redirect_patterns", "interpretation_markers", "allowlist"])
+def test_a_narrow_edit_evaluates_only_the_checks_reading_its_key(sample_store: Path, field: str,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluator.registry import check_entries
+
+    _, rows = run_rows(sample_store)
+    base = load_rules()
+    values = lab.form_values(base, PROFILE)
+    edited = lab.edit(base, PROFILE, {**values, field: f"{values[field]}\nthe text"}).rules
+    evaluated = lab._evaluated
+    asked: list[frozenset[str] | None] = []
+
+    def spy(*args: object, checks: frozenset[str] | None = None, **kwargs: object) -> object:
+        asked.append(checks)
+        return evaluated(*args, checks=checks, **kwargs)  # type: ignore[arg-type]
+
+    with connect(sample_store, read_only=True) as con:
+        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
+        monkeypatch.setattr(lab, "_evaluated", spy)
+        partly = lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+        monkeypatch.undo()
+        everything = lab.evaluate_rows(con, rows, edited, RULESET, PROFILE)
+    assert asked == [frozenset(e.name for e in check_entries() if NARROW_FIELDS[field] in e.reads)]
+    assert (partly.passed, partly.checks) == (everything.passed, everything.checks)

@@ -170,7 +170,8 @@ def test_the_verdicts_alone_are_those_of_the_whole_evaluation(sample_store, prof
                                    strict=True))
                 by_check = {(r["response_id"], r["check_name"]): r["verdict"] for r in whole.checks.to_pylist()}
                 for rid in wanted:
-                    assert got[rid] == (overall[rid] == "PASS", tuple(by_check[(rid, c)] for c in CHECK_NAMES))
+                    assert got[rid] == tuple(by_check[(rid, c)] for c in CHECK_NAMES)
+                    assert ("FAIL" not in got[rid]) == (overall[rid] == "PASS")
 
 
 def test_the_verdicts_alone_include_the_rows_python_decides(sample_store):
@@ -201,3 +202,23 @@ def test_a_subset_is_evaluated_without_importing_pandas(sample_store):
             "print('pandas' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("chosen", [("answers_question", "follows_template"), ("retrieval_check",),
+                                    ("no_hallucination",), ()])
+def test_the_verdicts_of_some_checks_are_those_of_the_whole_evaluation(sample_store, chosen):
+    from evaluator.sql.engine import evaluate_verdicts
+    from evaluator.types import CHECK_NAMES
+
+    with connect(sample_store, read_only=True) as con:
+        for (run_id,) in con.execute("SELECT run_id FROM runs").fetchall():
+            whole = evaluate_verdicts(con, run_id, ruleset="t3_aware", rules=RULES, profile="ramayana")
+            some = evaluate_verdicts(con, run_id, ruleset="t3_aware", rules=RULES, profile="ramayana",
+                                     checks=frozenset(chosen))
+            assert some.keys() == whole.keys()
+            for rid, verdicts in some.items():
+                if None in verdicts:  # decided in SQL: just the chosen checks
+                    assert verdicts == tuple(v if c in chosen else None
+                                             for c, v in zip(CHECK_NAMES, whole[rid], strict=True))
+                else:  # decided by the Python reference: every check
+                    assert verdicts == whole[rid]
