@@ -38,21 +38,29 @@ def answers(db: Path) -> dict[int, str]:
                                 "WHERE name = $run", {"run": RUN}).fetchall())
 
 
-def re_evaluated(db: Path, rows: lab.RunRows, base: Rules, edited: Rules,
-                 monkeypatch: pytest.MonkeyPatch) -> list[list[int] | None]:
-    """The ``only`` of each evaluation reevaluate_rows runs for ``edited`` (None: every response)."""
+def re_evaluations(db: Path, rows: lab.RunRows, base: Rules, edited: Rules,
+                   monkeypatch: pytest.MonkeyPatch) -> tuple[list[dict[str, object]], lab.Verdicts]:
+    """The keyword arguments (``only``, ``checks``) of each evaluation reevaluate_rows runs for
+    ``edited``, and its verdicts."""
     evaluated = lab._evaluated
-    only_seen: list[list[int] | None] = []
+    seen: list[dict[str, object]] = []
 
-    def spy(*args: object, only: list[int] | None = None, **kwargs: object) -> object:
-        only_seen.append(only)
-        return evaluated(*args, only=only, **kwargs)  # type: ignore[arg-type]
+    def spy(*args: object, **kwargs: object) -> object:
+        seen.append({"only": None, "checks": None, **kwargs})
+        return evaluated(*args, **kwargs)  # type: ignore[arg-type]
 
     with connect(db, read_only=True) as con:
         before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
         monkeypatch.setattr(lab, "_evaluated", spy)
-        lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
-    return only_seen
+        partly = lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
+    monkeypatch.undo()
+    return seen, partly
+
+
+def re_evaluated(db: Path, rows: lab.RunRows, base: Rules, edited: Rules,
+                 monkeypatch: pytest.MonkeyPatch) -> list[list[int] | None]:
+    """The ``only`` of each evaluation reevaluate_rows runs for ``edited`` (None: every response)."""
+    return [seen["only"] for seen in re_evaluations(db, rows, base, edited, monkeypatch)[0]]  # type: ignore[misc]
 
 
 def with_refusal(pattern: str) -> dict[str, object]:
@@ -462,14 +470,28 @@ def test_every_narrowable_key_is_read_by_some_check() -> None:
     assert set(NARROW_FIELDS.values()) <= read
 
 
+def only_readers_change(db: Path, base: Rules, edited: Rules, profile: str, key: str) -> None:
+    """Under the Python reference, on every sample response, the checks that do not read ``key``
+    give the same verdicts under ``edited`` as under ``base``."""
+    from evaluator.evaluate import evaluate_batch
+    from evaluator.recompute import load_responses
+    from evaluator.registry import check_entries
+
+    unread = [i for i, e in enumerate(check_entries()) if key not in e.reads]
+    with connect(db, read_only=True) as con:
+        ids = [r[0] for r in con.execute("SELECT response_id FROM responses").fetchall()]
+        inputs = list(load_responses(con, ids).values())
+    before = evaluate_batch(inputs, ruleset=RULESET, rules=base, profile=profile)
+    after = evaluate_batch(inputs, ruleset=RULESET, rules=edited, profile=profile)
+    for b, a in zip(before, after, strict=True):
+        assert [b.checks[i].verdict for i in unread] == [a.checks[i].verdict for i in unread]
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(field=st.sampled_from(sorted(NARROW_FIELDS)), profile=st.sampled_from(["ramayana", "clearpath", "rag"]),
        added=st.lists(ADDED, min_size=1, max_size=3), drop=st.booleans())
 def test_an_edit_of_one_key_changes_only_the_checks_that_read_it(
         sample_store_template: Path, field: str, profile: str, added: list[str], drop: bool) -> None:
-    from evaluator.evaluate import evaluate_batch
-    from evaluator.recompute import load_responses
-    from evaluator.registry import check_entries
     from evaluator.sql.compile import narrow_difference
 
     base = load_rules()
@@ -480,34 +502,18 @@ def test_an_edit_of_one_key_changes_only_the_checks_that_read_it(
     assert narrow is not None
     if edited.hash != base.hash:
         assert narrow.keys <= {NARROW_FIELDS[field]}
-    unread = [i for i, e in enumerate(check_entries()) if NARROW_FIELDS[field] not in e.reads]
-    with connect(sample_store_template, read_only=True) as con:
-        inputs = list(load_responses(con, [r[0] for r in con.execute("SELECT response_id FROM responses")
-                                           .fetchall()]).values())
-    before = evaluate_batch(inputs, ruleset=RULESET, rules=base, profile=profile)
-    after = evaluate_batch(inputs, ruleset=RULESET, rules=edited, profile=profile)
-    for b, a in zip(before, after, strict=True):
-        assert [b.checks[i].verdict for i in unread] == [a.checks[i].verdict for i in unread]
+    only_readers_change(sample_store_template, base, edited, profile, NARROW_FIELDS[field])
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(min_score=st.floats(0, 1), profile=st.sampled_from(["ramayana", "clearpath"]))
 def test_a_threshold_edit_changes_only_the_checks_that_read_it(sample_store_template: Path, min_score: float,
                                                                profile: str) -> None:
-    from evaluator.evaluate import evaluate_batch
-    from evaluator.recompute import load_responses
-    from evaluator.registry import check_entries
+    from evaluator.sql.compile import THRESHOLD_KEY
 
     base = load_rules()
     edited = lab.edit(base, profile, {**lab.form_values(base, profile), "min_score": min_score}).rules
-    unread = [i for i, e in enumerate(check_entries()) if "retrieval.min_score" not in e.reads]
-    with connect(sample_store_template, read_only=True) as con:
-        inputs = list(load_responses(con, [r[0] for r in con.execute("SELECT response_id FROM responses")
-                                           .fetchall()]).values())
-    before = evaluate_batch(inputs, ruleset=RULESET, rules=base, profile=profile)
-    after = evaluate_batch(inputs, ruleset=RULESET, rules=edited, profile=profile)
-    for b, a in zip(before, after, strict=True):
-        assert [b.checks[i].verdict for i in unread] == [a.checks[i].verdict for i in unread]
+    only_readers_change(sample_store_template, base, edited, profile, THRESHOLD_KEY)
 
 
 @pytest.mark.parametrize("field", ["refusal_patterns", "redirect_patterns", "interpretation_markers", "allowlist"])
@@ -519,18 +525,8 @@ def test_a_narrow_edit_evaluates_only_the_checks_reading_its_key(sample_store: P
     base = load_rules()
     values = lab.form_values(base, PROFILE)
     edited = lab.edit(base, PROFILE, {**values, field: f"{values[field]}\nthe text"}).rules
-    evaluated = lab._evaluated
-    asked: list[frozenset[str] | None] = []
-
-    def spy(*args: object, checks: frozenset[str] | None = None, **kwargs: object) -> object:
-        asked.append(checks)
-        return evaluated(*args, checks=checks, **kwargs)  # type: ignore[arg-type]
-
-    with connect(sample_store, read_only=True) as con:
-        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
-        monkeypatch.setattr(lab, "_evaluated", spy)
-        partly = lab.reevaluate_rows(con, rows, base, before, edited, RULESET, PROFILE)
-        monkeypatch.undo()
-        everything = lab.evaluate_rows(con, rows, edited, RULESET, PROFILE)
-    assert asked == [frozenset(e.name for e in check_entries() if NARROW_FIELDS[field] in e.reads)]
+    seen, partly = re_evaluations(sample_store, rows, base, edited, monkeypatch)
+    everything = verdicts(sample_store, rows, edited)
+    readers = frozenset(e.name for e in check_entries() if NARROW_FIELDS[field] in e.reads)
+    assert [s["checks"] for s in seen] == [readers]
     assert (partly.passed, partly.checks) == (everything.passed, everything.checks)
