@@ -348,10 +348,14 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
         ids, now = _evaluated(con, rows, edited, ruleset, profile, only=candidates, checks=affected)
         if ids != candidates or any(rid not in at for rid in ids):
             raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
+        merged: dict[tuple[tuple[str, ...], tuple[str | None, ...]], tuple[str, ...]] = {}  # few distinct
         for rid, verdicts in zip(ids, now, strict=True):
             i = at[rid]
-            merged = tuple(b if v is None else v for b, v in zip(checks[i], verdicts, strict=True))
-            passed[i], checks[i] = passes(merged), merged
+            key = (checks[i], verdicts)
+            got = merged.get(key)
+            if got is None:
+                got = merged[key] = tuple(b if v is None else v for b, v in zip(checks[i], verdicts, strict=True))
+            passed[i], checks[i] = passes(got), got
     return Verdicts(passed, checks, before.seconds + time.perf_counter() - started)
 
 
@@ -427,6 +431,11 @@ class Preview:
     check_changes: dict[str, int]  # check -> responses whose verdict of it changed
 
 
+def _diff(names: tuple[str, ...], before: tuple[str, ...], after: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """(check, before, after) for each check whose verdict differs."""
+    return tuple([(name, b, a) for name, b, a in zip(names, before, after, strict=True) if b != a])
+
+
 def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
     """Pass rates per template and provider under both, and the responses whose verdict flipped."""
     names = tuple(CHECK_NAMES)  # a view over the registry: read once, not once per response
@@ -439,17 +448,24 @@ def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
         c[1] += k * pb
         c[2] += k * pa
     flips: list[Flip] = []
-    changed = dict.fromkeys(names, 0)
+    # A run has few distinct (before, after) verdict tuples: each one's difference is worked out once.
+    diffs: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[tuple[str, str, str], ...]] = {}
+    pairs: Counter[tuple[tuple[str, ...], tuple[str, ...]]] = Counter()
     for i, (cb, ca) in enumerate(zip(before.checks, after.checks, strict=True)):
         if cb == ca:
             continue
-        diff = tuple((name, vb, va) for name, vb, va in zip(names, cb, ca, strict=True) if vb != va)
-        for name, _, _ in diff:
-            changed[name] += 1
+        pairs[(cb, ca)] += 1
         pb, pa = before.passed[i], after.passed[i]
         if pb != pa:
+            diff = diffs.get((cb, ca))
+            if diff is None:
+                diff = diffs[(cb, ca)] = _diff(names, cb, ca)
             flips.append(Flip(rows.ids[i], rows.question_ids[i], rows.providers[i], rows.groups[i],
                               "PASS" if pb else "FAIL", "PASS" if pa else "FAIL", diff))
+    changed = dict.fromkeys(names, 0)
+    for (cb, ca), k in pairs.items():
+        for name, _, _ in diffs.get((cb, ca)) or _diff(names, cb, ca):
+            changed[name] += k
     groups = [Group(t, p, n, b, a) for (t, p), (n, b, a) in sorted(counts.items(), key=lambda kv: kv[0])]
     return Preview(len(rows.ids), sum(before.passed), sum(after.passed), groups, flips, changed)
 
