@@ -3,11 +3,14 @@
 Generates a run (bench.generate), ingests it and stores its evaluation under the base rule set
 (t3_aware) through the real CLI, then, in a fresh process, does what the Rule lab page does when
 an edit is made and "Preview" is pressed (four edits in turn: a refusal pattern many answers
-match, one few match, a threshold, an allowlist name): read the run's rows, read the base's stored verdicts,
-evaluate the run under the edited rules (the SQL engine: an edit of pattern lists, the
-threshold and the allowlist re-evaluates only the responses it can change) and compare. It prints
-each part's seconds, the first time and again (cached); the run's rows and the base's verdicts
-are read by the first edit and cached for the next ones, as on the page.
+match, one few match, a threshold, an allowlist name): rule_lab.preview_edit reads the run's
+rows and the base's stored verdicts while, beside them, it evaluates what the edit can change
+under the edited rules (the SQL engine: an edit of pattern lists, the threshold and the
+allowlist re-evaluates only the responses it can change, and only the checks reading what
+changed), then compares. It prints each part's seconds, the first time and again (cached); the
+run's rows and the base's verdicts are read by the first edit and cached for the next ones, as
+on the page. "edited verdicts" runs beside "rows" and "base verdicts"; "waited" is how long the
+preview then waited for it.
 
     python -m bench.lab [--rows 100000] [--workdir DIR] [--keep] [--out bench/]
 """
@@ -64,27 +67,16 @@ def step_preview(db: str, run: str) -> dict[str, Any]:
         run_key = (db, run_id, content_hash)
         for name, values in _edits(lab.form_values(base, PROFILE)).items():
             for attempt in ("first", "cached"):
-                parts: dict[str, float] = {}
                 started = time.perf_counter()
                 edited = lab.edit(base, PROFILE, values).rules
-                parts["edit"] = time.perf_counter() - started
-                t = time.perf_counter()
+                edit_s = time.perf_counter() - started
                 evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE)
-                rows = lab.cached_rows(run_key, lambda: lab.read_run(con, run_id))
-                parts["rows"] = time.perf_counter() - t
-                t = time.perf_counter()
-                before = lab.base_verdicts(con, run_key, rows, base, RULESET, PROFILE, evaluation)
-                parts["base verdicts"] = time.perf_counter() - t
-                t = time.perf_counter()
-                after = lab.cached_verdicts(con, run_key, rows, edited, RULESET, PROFILE, base=(base, before))
-                parts["edited verdicts"] = time.perf_counter() - t
-                t = time.perf_counter()
-                preview = lab.compare(rows, before, after)
-                parts["compare"] = time.perf_counter() - t
+                shown = lab.preview_edit(con, run_key, run_id, base, edited, RULESET, PROFILE, evaluation)
                 out.setdefault(name, {})[attempt] = {
                     "seconds": round(time.perf_counter() - started, 2),
-                    "parts": {k: round(v, 2) for k, v in parts.items()},
-                    "flips": len(preview.flips), "responses": preview.n, "base_stored": evaluation is not None}
+                    "parts": {k: round(v, 2) for k, v in {"edit": edit_s, **shown.parts}.items()},
+                    "flips": len(shown.preview.flips), "responses": shown.preview.n,
+                    "base_stored": evaluation is not None}
     return out
 
 

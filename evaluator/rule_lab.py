@@ -264,7 +264,7 @@ class Verdicts:
     seconds: float
 
 
-def _evaluated(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, ruleset: str, profile: str,
+def _evaluated(con: duckdb.DuckDBPyConnection, run_id: int, rules: Rules, ruleset: str, profile: str,
                only: list[int] | None = None,
                checks: frozenset[str] | None = None) -> tuple[list[int], list[tuple[str | None, ...]]]:
     """Ids and the checks' verdicts of the run's responses (``only``: just these) under ``rules``,
@@ -272,7 +272,7 @@ def _evaluated(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, rule
     evaluates only these (None in the others' places)."""
     from evaluator.sql.engine import evaluate_verdicts
 
-    got = evaluate_verdicts(con, rows.run_id, ruleset=ruleset, rules=rules, profile=profile, only=only,
+    got = evaluate_verdicts(con, run_id, ruleset=ruleset, rules=rules, profile=profile, only=only,
                             checks=checks)
     ids = sorted(got)
     return ids, [got[i] for i in ids]
@@ -288,36 +288,39 @@ def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, r
     """The run's verdicts under ``rules``, decided in DuckDB by the SQL engine (the Python
     reference decides the rows SQL cannot; evaluator.sql.engine). Reads the store, writes nothing."""
     started = time.perf_counter()
-    ids, got = _evaluated(con, rows, rules, ruleset, profile)
+    ids, got = _evaluated(con, rows.run_id, rules, ruleset, profile)
     if ids != rows.ids:
         raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
     checks = [cast("tuple[str, ...]", v) for v in got]  # every check evaluated: no None
     return Verdicts([passes(v) for v in checks], checks, time.perf_counter() - started)
 
 
-def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, before: Verdicts, edited: Rules,
-                    ruleset: str, profile: str) -> Verdicts:
-    """The run's verdicts under ``edited``, given ``before``, its verdicts under ``base``: when the
-    edit only adds or removes patterns of lists each tested as one match over the answer (refusal,
-    redirect, substantive, abstention, phrases, markers), changes the retrieval threshold and adds
-    or removes names of the profile's allowlist, only the responses where a changed pattern matches
-    or whose answer holds a changed name (every piece of it, case-insensitively), or whose answer
-    is not plain ASCII (where Python decides), or whose best-scoring retrieved item scores between
-    the two thresholds can change, and only those are evaluated again
-    (evaluator.sql.compile.narrow_difference, allowlist_pieces); any other edit evaluates every
-    response. The preview thus shows what the edit changes: when ``before`` was read from a stored
-    evaluation, the other responses keep its verdicts."""
+@dataclass(frozen=True)
+class Changes:
+    """What an edit changes of a run (``edit_changes``): the responses it can change, evaluated again."""
+
+    ids: list[int]  # in id order
+    verdicts: list[tuple[str | None, ...]]  # theirs; None: a check the edit cannot change (it keeps its verdict)
+    seconds: float
+
+
+def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edited: Rules, ruleset: str,
+                 profile: str) -> Changes | None:
+    """The responses of run ``run_id`` whose verdicts ``edited`` can change from those under
+    ``base``, evaluated again under ``edited`` (only the checks that can change), or None when the
+    edit is not one whose effect is confined (evaluate everything then): see ``reevaluate_rows``.
+    Needs neither the run's rows nor the base's verdicts, so it can run beside their reading."""
     from evaluator.sql.compile import allowlist_pieces, narrow_difference
     from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
 
     started = time.perf_counter()
     narrow = narrow_difference(base, edited, profile)
     if narrow is None or (narrow.patterns and not re2_compiles(con, narrow.patterns)):
-        return evaluate_rows(con, rows, edited, ruleset, profile)
+        return None
     pieces = allowlist_pieces(narrow.allowlist)
     if pieces is None:
-        return evaluate_rows(con, rows, edited, ruleset, profile)
-    params: dict[str, object] = {"run": rows.run_id}
+        return None
+    params: dict[str, object] = {"run": run_id}
     can_change = ["false"]
     columns = "response_id, answer"
     if narrow.patterns or narrow.allowlist:
@@ -339,24 +342,50 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
     candidates = [r[0] for r in con.execute(
         f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)
             WHERE {' OR '.join(can_change)} ORDER BY response_id""", params).fetchall()]
-    passed, checks = list(before.passed), list(before.checks)
     # Only the checks that read a changed rule key (their registered ``reads``) can change verdict:
-    # SQL evaluates only them; the others keep ``before``'s.
+    # SQL evaluates only them; the others keep their verdicts.
     affected = frozenset(e.name for e in check_entries() if narrow.keys & set(e.reads))
-    if candidates and affected:
-        at = {rid: i for i, rid in enumerate(rows.ids)}
-        ids, now = _evaluated(con, rows, edited, ruleset, profile, only=candidates, checks=affected)
-        if ids != candidates or any(rid not in at for rid in ids):
-            raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
-        merged: dict[tuple[tuple[str, ...], tuple[str | None, ...]], tuple[str, ...]] = {}  # few distinct
-        for rid, verdicts in zip(ids, now, strict=True):
-            i = at[rid]
-            key = (checks[i], verdicts)
-            got = merged.get(key)
-            if got is None:
-                got = merged[key] = tuple(b if v is None else v for b, v in zip(checks[i], verdicts, strict=True))
-            passed[i], checks[i] = passes(got), got
-    return Verdicts(passed, checks, before.seconds + time.perf_counter() - started)
+    if not candidates or not affected:
+        return Changes([], [], time.perf_counter() - started)
+    ids, now = _evaluated(con, run_id, edited, ruleset, profile, only=candidates, checks=affected)
+    if ids != candidates:
+        raise RuntimeError(f"run {run_id} changed while it was being evaluated: reload the page")
+    return Changes(ids, now, time.perf_counter() - started)
+
+
+def apply_changes(rows: RunRows, before: Verdicts, changes: Changes) -> Verdicts:
+    """``before`` with ``changes`` applied: the run's verdicts under the edited rules."""
+    passed, checks = list(before.passed), list(before.checks)
+    at = {rid: i for i, rid in enumerate(rows.ids)}
+    if any(rid not in at for rid in changes.ids):
+        raise RuntimeError(f"run {rows.run_id} changed while it was being evaluated: reload the page")
+    merged: dict[tuple[tuple[str, ...], tuple[str | None, ...]], tuple[str, ...]] = {}  # few distinct
+    for rid, verdicts in zip(changes.ids, changes.verdicts, strict=True):
+        i = at[rid]
+        key = (checks[i], verdicts)
+        got = merged.get(key)
+        if got is None:
+            got = merged[key] = tuple(b if v is None else v for b, v in zip(checks[i], verdicts, strict=True))
+        passed[i], checks[i] = passes(got), got
+    return Verdicts(passed, checks, before.seconds + changes.seconds)
+
+
+def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, before: Verdicts, edited: Rules,
+                    ruleset: str, profile: str) -> Verdicts:
+    """The run's verdicts under ``edited``, given ``before``, its verdicts under ``base``: when the
+    edit only adds or removes patterns of lists each tested as one match over the answer (refusal,
+    redirect, substantive, abstention, phrases, markers), changes the retrieval threshold and adds
+    or removes names of the profile's allowlist, only the responses where a changed pattern matches
+    or whose answer holds a changed name (every piece of it, case-insensitively), or whose answer
+    is not plain ASCII (where Python decides), or whose best-scoring retrieved item scores between
+    the two thresholds can change, and only those are evaluated again
+    (evaluator.sql.compile.narrow_difference, allowlist_pieces); any other edit evaluates every
+    response. The preview thus shows what the edit changes: when ``before`` was read from a stored
+    evaluation, the other responses keep its verdicts."""
+    changes = edit_changes(con, rows.run_id, base, edited, ruleset, profile)
+    if changes is None:
+        return evaluate_rows(con, rows, edited, ruleset, profile)
+    return apply_changes(rows, before, changes)
 
 
 class _Cache:
@@ -364,6 +393,14 @@ class _Cache:
 
     def __init__(self, size: int) -> None:
         self.size, self.items, self.lock = size, OrderedDict[Any, Any](), threading.Lock()
+
+    def peek(self, key: Any) -> Any:
+        """The value kept for ``key``, None when there is none."""
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        return None
 
     def get(self, key: Any, make: Callable[[], Any]) -> Any:
         with self.lock:
@@ -524,3 +561,58 @@ def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows
 
     verdicts: Verdicts = _VERDICTS.get((run_key, rules.hash, ruleset, profile), make)
     return verdicts
+
+
+# --- the preview, as the page shows it ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An edit's preview and how long its parts took (seconds; ``edited verdicts`` ran beside
+    ``rows`` and ``base verdicts``, ``waited`` is how long the preview then waited for it)."""
+
+    preview: Preview
+    before: Verdicts
+    after: Verdicts
+    parts: dict[str, float]
+
+
+def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_id: int, base: Rules,
+                 edited: Rules, ruleset: str, profile: str, evaluation_id: int | None) -> Shown:
+    """The before/after of ``edited`` on the run (its rows, the base's verdicts and the edited
+    rules' are cached: ``cached_rows``, ``base_verdicts``, ``cached_verdicts``). What an edit
+    changes (``edit_changes``) needs neither the run's rows nor the base's verdicts, so it is
+    worked out on a second cursor of the store while they are read."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts: dict[str, float] = {}
+    key = (run_key, edited.hash, ruleset, profile)
+    after: Verdicts | None = _VERDICTS.peek(key)
+    cursor = con.cursor() if after is None else None
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(edit_changes, cursor, run_id, base, edited, ruleset, profile) if cursor else None
+            t = time.perf_counter()
+            rows = cached_rows(run_key, lambda: read_run(con, run_id))
+            parts["rows"] = time.perf_counter() - t
+            t = time.perf_counter()
+            before = base_verdicts(con, run_key, rows, base, ruleset, profile, evaluation_id)
+            parts["base verdicts"] = time.perf_counter() - t
+            if pending is not None:
+                t = time.perf_counter()
+                changes = pending.result()
+                parts["waited"] = time.perf_counter() - t
+                if changes is not None:
+                    parts["edited verdicts"] = changes.seconds
+                t = time.perf_counter()
+                after = _VERDICTS.get(key, lambda: apply_changes(rows, before, changes) if changes is not None
+                                      else evaluate_rows(con, rows, edited, ruleset, profile))
+                parts["applied" if changes is not None else "edited verdicts"] = time.perf_counter() - t
+    finally:
+        if cursor is not None:
+            cursor.close()
+    assert after is not None
+    t = time.perf_counter()
+    preview = compare(rows, before, after)
+    parts["compare"] = time.perf_counter() - t
+    return Shown(preview, before, after, parts)

@@ -2,6 +2,7 @@
 named version, recompute the run with it."""
 
 import math
+import time
 
 import pandas as pd
 import streamlit as st
@@ -152,11 +153,9 @@ with store() as con:
     base_evaluation = lab.stored_evaluation(con, run_id, base_name, base, profile)
     if st.session_state.get("lab_preview_on"):
         with st.spinner("Evaluating every response of the run…"):
-            rows = lab.cached_rows(run_key, lambda: lab.read_run(con, run_id))
-            before = lab.base_verdicts(con, run_key, rows, base, base_name, profile, base_evaluation)
-            after = lab.cached_verdicts(con, run_key, rows, edited.rules, base_name, profile, base=(base, before))
-            preview = lab.compare(rows, before, after)
-        show_preview(run, preview, base_evaluation, before.seconds + after.seconds)
+            started = time.perf_counter()
+            shown = lab.preview_edit(con, run_key, run_id, base, edited.rules, base_name, profile, base_evaluation)
+        show_preview(run, shown.preview, base_evaluation, time.perf_counter() - started)
 
     st.divider()
     st.subheader("Save as a new rule set version")

@@ -530,3 +530,27 @@ def test_a_narrow_edit_evaluates_only_the_checks_reading_its_key(sample_store: P
     readers = frozenset(e.name for e in check_entries() if NARROW_FIELDS[field] in e.reads)
     assert [s["checks"] for s in seen] == [readers]
     assert (partly.passed, partly.checks) == (everything.passed, everything.checks)
+
+
+@pytest.mark.parametrize(("values", "narrow"), [
+    ({"refusal_patterns": NEW_REFUSAL}, True),  # what it can change is evaluated beside the reads
+    ({"citation_pattern": r"\[(?P<id>[^\]]+)\]"}, False),  # every response evaluated again
+])
+def test_the_page_preview_equals_evaluating_both_rule_sets(sample_store: Path, values: dict[str, str],
+                                                          narrow: bool) -> None:
+    from evaluator.sql.compile import narrow_difference
+
+    run_id, rows = run_rows(sample_store)
+    base = load_rules()
+    form = lab.form_values(base, PROFILE)
+    edits = {k: (f"{form[k]}\n{v}" if k == "refusal_patterns" else v) for k, v in values.items()}
+    edited = lab.edit(base, PROFILE, {**form, **edits}).rules
+    assert edited.hash != base.hash and (narrow_difference(base, edited, PROFILE) is not None) == narrow
+    expected = lab.compare(rows, verdicts(sample_store, rows, base), verdicts(sample_store, rows, edited))
+    key = (str(sample_store), "preview-test", tuple(values))
+    with connect(sample_store, read_only=True) as con:
+        evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE)
+        shown = lab.preview_edit(con, key, run_id, base, edited, RULESET, PROFILE, evaluation)
+        again = lab.preview_edit(con, key, run_id, base, edited, RULESET, PROFILE, evaluation)
+    assert shown.preview == expected
+    assert again.after is shown.after and "waited" not in again.parts
