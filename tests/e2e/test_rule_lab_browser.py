@@ -44,3 +44,25 @@ def test_edit_preview_save_recompute_then_before_after(streamlit_server, page) -
     expect(page.get_by_role("combobox", name="A — before")).to_have_value("t3_aware")
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
     assert "b=strict_refusals" in page.url, page.url
+
+
+def test_many_flips_page_through_in_the_browser(streamlit_server, page) -> None:  # type: ignore[no-untyped-def]
+    page.goto(f"{streamlit_server}/rule_lab?run=ramayana&base=t3_aware")
+    expect(page.get_by_role("heading", name="Rule lab", exact=True)).to_be_visible(timeout=30_000)
+    expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
+    patterns = page.get_by_label("Refusal patterns", exact=True)
+    expect(patterns).to_be_visible(timeout=30_000)
+    expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
+    patterns.fill(f"{patterns.input_value()}\n.")  # every answer a refusal: every pass now fails
+    patterns.press("Tab")
+    expect(patterns).to_have_value(re.compile(r"\n\.$"))
+    page.get_by_role("button", name="Preview").click()
+
+    caption = page.get_by_text(re.compile(r"^Page 1 of \d+ \([\d,]+ flips, 50 per page\)\.$"))
+    expect(caption).to_be_visible(timeout=30_000)
+    pager = page.get_by_test_id("stPagination")
+    expect(pager.get_by_test_id("stPaginationPageActive")).to_have_text("1")
+    pager.get_by_test_id("stPaginationNext").click()
+    expect(page.get_by_text(re.compile(r"^Page 2 of \d+ \("))).to_be_visible(timeout=30_000)
+    expect(pager.get_by_test_id("stPaginationPageActive")).to_have_text("2")
+    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
