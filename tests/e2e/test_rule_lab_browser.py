@@ -11,18 +11,23 @@ NEW_REFUSAL = "the text (states|says)"
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
-def test_edit_preview_save_recompute_then_before_after(streamlit_server, page) -> None:  # type: ignore[no-untyped-def]
-    # The first request of a fresh server: its form must keep the first submit (dashboard/shell.py).
-    page.goto(f"{streamlit_server}/rule_lab?run=ramayana&base=t3_aware")
+def preview_with_refusal(page, url: str, pattern: str) -> None:  # type: ignore[no-untyped-def]
+    """Open the Rule lab on the sample ramayana run, add a refusal pattern and press Preview."""
+    page.goto(f"{url}/rule_lab?run=ramayana&base=t3_aware")
     expect(page.get_by_role("heading", name="Rule lab", exact=True)).to_be_visible(timeout=30_000)
     expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
     patterns = page.get_by_label("Refusal patterns", exact=True)
     expect(patterns).to_be_visible(timeout=30_000)
     expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
-    patterns.fill(f"{patterns.input_value()}\n{NEW_REFUSAL}")
+    patterns.fill(f"{patterns.input_value()}\n{pattern}")
     patterns.press("Tab")  # Streamlit takes a text area's value when it loses focus
-    expect(patterns).to_have_value(re.compile(re.escape(NEW_REFUSAL) + "$"))
+    expect(patterns).to_have_value(re.compile(re.escape(pattern) + "$"))
     page.get_by_role("button", name="Preview").click()
+
+
+def test_edit_preview_save_recompute_then_before_after(streamlit_server, page) -> None:  # type: ignore[no-untyped-def]
+    # The first request of a fresh server: its form must keep the first submit (dashboard/shell.py).
+    preview_with_refusal(page, streamlit_server, NEW_REFUSAL)
 
     flipped = page.get_by_test_id("stMetric").filter(has_text="Flipped responses")
     expect(flipped.get_by_test_id("stMetricValue")).to_have_text(re.compile(r"^[1-9]\d*$"), timeout=30_000)
@@ -47,16 +52,7 @@ def test_edit_preview_save_recompute_then_before_after(streamlit_server, page) -
 
 
 def test_many_flips_page_through_in_the_browser(streamlit_server, page) -> None:  # type: ignore[no-untyped-def]
-    page.goto(f"{streamlit_server}/rule_lab?run=ramayana&base=t3_aware")
-    expect(page.get_by_role("heading", name="Rule lab", exact=True)).to_be_visible(timeout=30_000)
-    expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
-    patterns = page.get_by_label("Refusal patterns", exact=True)
-    expect(patterns).to_be_visible(timeout=30_000)
-    expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
-    patterns.fill(f"{patterns.input_value()}\n.")  # every answer a refusal: every pass now fails
-    patterns.press("Tab")
-    expect(patterns).to_have_value(re.compile(r"\n\.$"))
-    page.get_by_role("button", name="Preview").click()
+    preview_with_refusal(page, streamlit_server, ".")  # every answer a refusal: every pass now fails
 
     caption = page.get_by_text(re.compile(r"^Page 1 of \d+ \([\d,]+ flips, 50 per page\)\.$"))
     expect(caption).to_be_visible(timeout=30_000)
