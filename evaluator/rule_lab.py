@@ -295,6 +295,12 @@ def evaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, rules: Rules, r
     return Verdicts([passes(v) for v in checks], checks, time.perf_counter() - started)
 
 
+def affected_checks(keys: frozenset[str]) -> frozenset[str]:
+    """The checks whose verdicts a change of these rule keys can change: those whose registered
+    ``reads`` name one of them, and any that declares no ``reads`` (nothing says what it reads)."""
+    return frozenset(e.name for e in check_entries() if not e.reads or keys & set(e.reads))
+
+
 @dataclass(frozen=True)
 class Changes:
     """What an edit changes of a run (``edit_changes``): the responses it can change, evaluated again."""
@@ -342,9 +348,7 @@ def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edite
     candidates = [r[0] for r in con.execute(
         f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)
             WHERE {' OR '.join(can_change)} ORDER BY response_id""", params).fetchall()]
-    # Only the checks that read a changed rule key (their registered ``reads``) can change verdict:
-    # SQL evaluates only them; the others keep their verdicts.
-    affected = frozenset(e.name for e in check_entries() if narrow.keys & set(e.reads))
+    affected = affected_checks(narrow.keys)
     if not candidates or not affected:
         return Changes([], [], time.perf_counter() - started)
     ids, now = _evaluated(con, run_id, edited, ruleset, profile, only=candidates, checks=affected)

@@ -1,6 +1,7 @@
 """Rule lab (issue 16 §3): edit a rule set, see its before/after on the whole run, save it as a new
 named version, recompute the run with it."""
 
+import hashlib
 import math
 
 import pandas as pd
@@ -19,7 +20,6 @@ from evaluator.types import CHECK_NAMES
 served_by_app()
 
 FLIPS_PER_PAGE = 50
-FLIP_PAGE_KEY = "lab_flip_page"
 SAVED_KEY = "lab_saved"  # (run, base, name, version) of the rule set saved in this session
 
 
@@ -38,7 +38,10 @@ def field_widget(f: lab.Field, value: object, key: str) -> object:
     return st.text_input(f.label, value=str(value), key=key, help=f.help)
 
 
-def show_preview(run: str, preview: lab.Preview, base_evaluation: int | None, seconds: float) -> None:
+def show_preview(run: str, preview: lab.Preview, base_evaluation: int | None, seconds: float,
+                 page_key: str) -> None:
+    """The preview; its flips a page at a time, the page kept under ``page_key`` (one per preview,
+    so that another preview starts at its first page)."""
     before, after = preview.passed_before / max(preview.n, 1), preview.passed_after / max(preview.n, 1)
     c1, c2, c3 = st.columns(3)
     c1.metric("Pass rate, base", fmt.percent(before))
@@ -75,9 +78,7 @@ def show_preview(run: str, preview: lab.Preview, base_evaluation: int | None, se
         st.info("No response changes its overall verdict under the edited rules.")
         return
     pages = max(1, math.ceil(len(preview.flips) / FLIPS_PER_PAGE))
-    if int(st.session_state.get(FLIP_PAGE_KEY, 1)) > pages:  # fewer flips after another edit
-        st.session_state[FLIP_PAGE_KEY] = pages
-    page_no = int(st.session_state.get(FLIP_PAGE_KEY, 1))
+    page_no = min(int(st.session_state.get(page_key, 1)), pages)
     shown = preview.flips[(page_no - 1) * FLIPS_PER_PAGE: page_no * FLIPS_PER_PAGE]
     flips = pd.DataFrame([{
         "review": review_link(f.response_id, base_evaluation) if base_evaluation is not None else None,
@@ -94,7 +95,7 @@ def show_preview(run: str, preview: lab.Preview, base_evaluation: int | None, se
         st.caption("Recompute the run under the base rule set to open these responses in Review.")
     st.dataframe(fmt.no_none(flips), hide_index=True, column_config=config)
     if pages > 1:
-        st.pagination(pages, key=FLIP_PAGE_KEY)
+        st.pagination(pages, key=page_key)
         st.caption(f"Page {page_no} of {pages} ({len(preview.flips):,} flips, {FLIPS_PER_PAGE} per page).")
 
 
@@ -137,7 +138,6 @@ with store() as con:
         previewed = st.form_submit_button("Preview", type="primary")
     if previewed:
         st.session_state["lab_preview_on"] = True
-        st.session_state[FLIP_PAGE_KEY] = 1  # a new preview starts at its first flips
 
     try:
         edited = lab.edit(base, profile, typed, override)
@@ -155,7 +155,9 @@ with store() as con:
             shown = lab.preview_edit(con, run_key, run_id, base, edited.rules, base_name, profile, base_evaluation)
         # The evaluation's own time, kept with its cached verdicts (a rerun, e.g. another page of
         # flips, reads them in no time).
-        show_preview(run, shown.preview, base_evaluation, shown.after.seconds)
+        this_preview = hashlib.sha256(repr((run_key, base_name, base.hash, edited.rules.hash, profile)).encode())
+        show_preview(run, shown.preview, base_evaluation, shown.after.seconds,
+                     page_key=f"lab_flip_page_{this_preview.hexdigest()[:16]}")
 
     st.divider()
     st.subheader("Save as a new rule set version")

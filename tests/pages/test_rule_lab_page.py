@@ -76,12 +76,22 @@ def test_many_flips_are_shown_a_page_at_a_time(make_app, sample_store: Path) -> 
     assert n > 50
     first = app.dataframe[-1].value
     assert len(first) == 50
-    pager = app.pagination(key="lab_flip_page")
-    assert pager.value == 1
-    pager.select(2)
+    assert len(app.pagination) == 1 and app.pagination[0].value == 1
+    app.pagination[0].select(2)
     app.run()
     assert not app.exception
     second = app.dataframe[-1].value
     assert len(second) == min(50, n - 50)
     assert set(second["response_id"]).isdisjoint(first["response_id"])
     assert any(f"Page 2 of {-(-n // 50)}" in c.value for c in app.caption)
+
+
+def test_another_preview_starts_at_its_first_page(make_app, sample_store: Path) -> None:  # type: ignore[no-untyped-def]
+    app = add_refusal(make_app(sample_store, PAGE, run="ramayana", base="t3_aware"), ".")
+    app.pagination[0].select(2)
+    app.run()
+    assert app.pagination[0].value == 2
+    app = add_refusal(app, "a")  # another edit: another preview
+    assert not app.exception
+    assert len(app.pagination) == 1 and app.pagination[0].value == 1
+    assert any(c.value.startswith("Page 1 of ") for c in app.caption)
