@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep and not args.workdir:
             shutil.rmtree(workdir, ignore_errors=True)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     (out / "lab.json").write_bytes(orjson.dumps(res, option=orjson.OPT_INDENT_2))
     md = f"Measured {res['date']} on {res['machine']}.\n\n{table(res)}\n"
     (out / "lab.md").write_text(md, encoding="utf-8")

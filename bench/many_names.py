@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.run import machine
 
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     date = time.strftime("%Y-%m-%d %H:%M")
     (out / "many_names.json").write_bytes(orjson.dumps({"date": date, "machine": machine(), "cases": results},
                                                        option=orjson.OPT_INDENT_2))
