@@ -17,14 +17,15 @@ import threading
 import time
 import tomllib
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from evaluator import rules_merge
 from evaluator.registry import CHECK, FLAG, check_entries
 from evaluator.results import TEMPLATE_GROUP_SQL
 from evaluator.rules import Rules, rules_from_text
+from evaluator.sql.re2 import CLEAN_SQL
 from evaluator.types import CHECK_NAMES
 
 if TYPE_CHECKING:
@@ -228,7 +229,8 @@ def _attributed(message: str, form: Sequence[Field], lines_of: dict[str, list[in
 # DuckDB (evaluator.sql), so no response is loaded into Python here. The group is the one the
 # stored evaluations record (results.TEMPLATE_GROUP_SQL).
 RUN_SQL = f"""
-SELECT r.response_id, r.question_id, r.provider, {TEMPLATE_GROUP_SQL} AS template_group
+SELECT r.response_id, r.question_id, r.provider, {TEMPLATE_GROUP_SQL} AS template_group,
+       NOT {CLEAN_SQL.format(x="r.answer")} AS unclean
 FROM responses r
 JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
 WHERE r.run_id = $run
@@ -243,13 +245,17 @@ class RunRows:
     question_ids: list[str]
     providers: list[str]
     groups: list[str]
+    unclean: frozenset[int]  # the responses whose answer is not clean ASCII (evaluator.sql.re2): Python decides them
 
 
 def read_run(con: duckdb.DuckDBPyConnection, run_id: int) -> RunRows:
-    """Every response of the run: its id, question, provider and template group."""
+    """Every response of the run: its id, question, provider and template group, and which
+    answers are not clean ASCII."""
     t = con.sql(RUN_SQL, params={"run": run_id}).to_arrow_table()
-    return RunRows(run_id, *(t.column(name).to_pylist()
-                             for name in ("response_id", "question_id", "provider", "template_group")))
+    ids = t.column("response_id").to_pylist()
+    unclean = frozenset(rid for rid, u in zip(ids, t.column("unclean").to_pylist(), strict=True) if u)
+    return RunRows(run_id, ids, t.column("question_id").to_pylist(), t.column("provider").to_pylist(),
+                   t.column("template_group").to_pylist(), unclean)
 
 
 # --- verdicts and their comparison --------------------------------------------------------------
@@ -308,16 +314,21 @@ class Changes:
     ids: list[int]  # in id order
     verdicts: list[tuple[str | None, ...]]  # theirs; None: a check the edit cannot change (it keeps its verdict)
     seconds: float
+    checks: frozenset[str] = frozenset()  # the checks evaluated again (affected_checks)
+    unclean_pending: bool = False  # the answers that are not clean ASCII can change too, and are not in yet
 
 
 def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edited: Rules, ruleset: str,
-                 profile: str) -> Changes | None:
+                 profile: str, unclean: Collection[int] | None) -> Changes | None:
     """The responses of run ``run_id`` whose verdicts ``edited`` can change from those under
     ``base``, evaluated again under ``edited`` (only the checks that can change), or None when the
     edit is not one whose effect is confined (evaluate everything then): see ``reevaluate_rows``.
-    Needs neither the run's rows nor the base's verdicts, so it can run beside their reading."""
+    ``unclean``: the run's responses whose answer is not clean ASCII (RunRows.unclean), which an
+    edit of patterns or names can change; None: not known yet (they are left out, and the result
+    says so: ``unclean_pending``; ``with_unclean`` adds them), so that this needs neither the run's
+    rows nor the base's verdicts and can run beside their reading."""
     from evaluator.sql.compile import allowlist_pieces, narrow_difference
-    from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
+    from evaluator.sql.re2 import re2_compiles
 
     started = time.perf_counter()
     narrow = narrow_difference(base, edited, profile)
@@ -329,8 +340,8 @@ def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edite
     params: dict[str, object] = {"run": run_id}
     can_change = ["false"]
     columns = "response_id, answer"
-    if narrow.patterns or narrow.allowlist:
-        can_change.append(f"NOT {CLEAN_SQL.format(x='answer')}")
+    # Python decides an answer that is not clean ASCII, where a pattern or name may match unlike in SQL.
+    with_unclean = bool(narrow.patterns or narrow.allowlist)
     if narrow.patterns:
         can_change.append("regexp_matches(coalesce(answer, ''), $changed)")
         params["changed"] = narrow.patterns
@@ -345,20 +356,33 @@ def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edite
         can_change.append("response_id IN (SELECT response_id FROM retrieved WHERE NOT isnan(score) "
                           "GROUP BY response_id HAVING (max(score) >= $before_score) <> (max(score) >= $after_score))")
         params["before_score"], params["after_score"] = narrow.thresholds
-    candidates = [r[0] for r in con.execute(
-        f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)
-            WHERE {' OR '.join(can_change)} ORDER BY response_id""", params).fetchall()]
     affected = affected_checks(narrow.keys)
-    if not candidates or not affected:
+    if not affected:
         return Changes([], [], time.perf_counter() - started)
-    ids, now = _evaluated(con, run_id, edited, ruleset, profile, only=candidates, checks=affected)
-    if ids != candidates:
+    found = {r[0] for r in con.execute(
+        f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)
+            WHERE {' OR '.join(can_change)}""", params).fetchall()}
+    candidates = sorted(found | set(unclean or ()) if with_unclean else found)
+    changes = evaluate_changes(con, run_id, edited, ruleset, profile, candidates, affected)
+    return replace(changes, seconds=time.perf_counter() - started, unclean_pending=with_unclean and unclean is None)
+
+
+def evaluate_changes(con: duckdb.DuckDBPyConnection, run_id: int, edited: Rules, ruleset: str, profile: str,
+                     ids: list[int], checks: frozenset[str]) -> Changes:
+    """Responses ``ids`` (sorted) of the run evaluated again under ``edited``: just ``checks``."""
+    started = time.perf_counter()
+    if not ids:
+        return Changes([], [], 0.0, checks)
+    got, now = _evaluated(con, run_id, edited, ruleset, profile, only=ids, checks=checks)
+    if got != ids:
         raise RuntimeError(f"run {run_id} changed while it was being evaluated: reload the page")
-    return Changes(ids, now, time.perf_counter() - started)
+    return Changes(ids, now, time.perf_counter() - started, checks)
 
 
 def apply_changes(rows: RunRows, before: Verdicts, changes: Changes) -> Verdicts:
     """``before`` with ``changes`` applied: the run's verdicts under the edited rules."""
+    if changes.unclean_pending:
+        raise ValueError("the answers that are not clean ASCII are not evaluated yet: with_unclean first")
     passed, checks = list(before.passed), list(before.checks)
     at = {rid: i for i, rid in enumerate(rows.ids)}
     if any(rid not in at for rid in changes.ids):
@@ -386,7 +410,7 @@ def reevaluate_rows(con: duckdb.DuckDBPyConnection, rows: RunRows, base: Rules, 
     (evaluator.sql.compile.narrow_difference, allowlist_pieces); any other edit evaluates every
     response. The preview thus shows what the edit changes: when ``before`` was read from a stored
     evaluation, the other responses keep its verdicts."""
-    changes = edit_changes(con, rows.run_id, base, edited, ruleset, profile)
+    changes = edit_changes(con, rows.run_id, base, edited, ruleset, profile, rows.unclean)
     if changes is None:
         return evaluate_rows(con, rows, edited, ruleset, profile)
     return apply_changes(rows, before, changes)
@@ -567,6 +591,17 @@ def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows
     return verdicts
 
 
+def with_unclean(con: duckdb.DuckDBPyConnection, rows: RunRows, edited: Rules, ruleset: str, profile: str,
+                 changes: Changes) -> Changes:
+    """``changes`` (``edit_changes`` without knowing the run's answers that are not clean ASCII)
+    with those of them it did not evaluate evaluated too."""
+    missing = sorted(rows.unclean - set(changes.ids))
+    more = evaluate_changes(con, rows.run_id, edited, ruleset, profile, missing, changes.checks)
+    merged = sorted(zip([*changes.ids, *more.ids], [*changes.verdicts, *more.verdicts], strict=True))
+    return Changes([rid for rid, _ in merged], [v for _, v in merged], changes.seconds + more.seconds,
+                   changes.checks)
+
+
 # --- the preview, as the page shows it ---------------------------------------------------------
 
 
@@ -595,7 +630,9 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
     cursor = con.cursor() if after is None else None
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(edit_changes, cursor, run_id, base, edited, ruleset, profile) if cursor else None
+            # The answers that are not clean ASCII (None: not known yet) are added once the rows are read.
+            pending = (pool.submit(edit_changes, cursor, run_id, base, edited, ruleset, profile, None)
+                       if cursor else None)
             t = time.perf_counter()
             rows = cached_rows(run_key, lambda: read_run(con, run_id))
             parts["rows"] = time.perf_counter() - t
@@ -608,6 +645,10 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
                 parts["waited"] = time.perf_counter() - t
                 if changes is not None:
                     parts["edited verdicts"] = changes.seconds
+                if changes is not None and changes.unclean_pending:
+                    t = time.perf_counter()
+                    changes = with_unclean(con, rows, edited, ruleset, profile, changes)
+                    parts["not clean ASCII"] = time.perf_counter() - t
                 t = time.perf_counter()
                 after = _VERDICTS.get(key, lambda: apply_changes(rows, before, changes) if changes is not None
                                       else evaluate_rows(con, rows, edited, ruleset, profile))

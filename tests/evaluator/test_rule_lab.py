@@ -179,7 +179,7 @@ def test_the_comparison_counts_and_flips_as_defined(cases: list[tuple[str, str, 
     from evaluator.types import CHECK_NAMES
 
     rows = lab.RunRows(1, list(range(len(cases))), [f"q{i}" for i in range(len(cases))],
-                       [c[1] for c in cases], [c[0] for c in cases])
+                       [c[1] for c in cases], [c[0] for c in cases], frozenset())
 
     def as_verdicts(k: int) -> lab.Verdicts:
         return lab.Verdicts([all(v != "FAIL" for v in c[k]) for c in cases], [c[k] for c in cases], 0.0)
@@ -556,6 +556,33 @@ def test_the_page_preview_equals_evaluating_both_rule_sets(sample_store: Path, v
         again = lab.preview_edit(con, key, run_id, base, edited, RULESET, PROFILE, evaluation)
     assert shown.preview == expected
     assert again.after is shown.after and "waited" not in again.parts
+    # The run has answers that are not clean ASCII: a narrow edit adds them once the rows are read.
+    assert rows.unclean and ("not clean ASCII" in shown.parts) == narrow
+
+
+def test_the_run_rows_name_the_answers_that_are_not_clean_ascii(sample_store: Path) -> None:
+    _, rows = run_rows(sample_store)
+    said = answers(sample_store)
+    allowed = set("\t\n\f\r") | {chr(c) for c in range(32, 127)}
+    assert rows.unclean == {rid for rid, text in said.items() if not set(text) <= allowed}
+    assert rows.unclean
+
+
+def test_changes_still_missing_the_unclean_answers_are_not_applied(sample_store: Path) -> None:
+    run_id, rows = run_rows(sample_store)
+    base = load_rules()
+    edited = lab.edit(base, PROFILE, with_refusal(NEW_REFUSAL)).rules
+    with connect(sample_store, read_only=True) as con:
+        pending = lab.edit_changes(con, run_id, base, edited, RULESET, PROFILE, None)
+        before = lab.evaluate_rows(con, rows, base, RULESET, PROFILE)
+        assert pending is not None and pending.unclean_pending
+        with pytest.raises(ValueError, match="not clean ASCII"):
+            lab.apply_changes(rows, before, pending)
+        complete = lab.with_unclean(con, rows, edited, RULESET, PROFILE, pending)
+    assert rows.unclean <= set(complete.ids) and not complete.unclean_pending
+    everything = verdicts(sample_store, rows, edited)
+    after = lab.apply_changes(rows, before, complete)
+    assert (after.passed, after.checks) == (everything.passed, everything.checks)
 
 
 def test_a_check_that_declares_no_reads_is_evaluated_again_after_any_edit() -> None:
