@@ -285,7 +285,7 @@ def _evaluated(con: duckdb.DuckDBPyConnection, run_id: int, rules: Rules, rulese
 
 
 def passes(verdicts: Sequence[str]) -> bool:
-    """A response's overall verdict from its checks' (evaluate.evaluate_one): PASS unless one FAILs."""
+    """A response's overall verdict from its checks' (as evaluate._evaluate): PASS unless one FAILs."""
     return "FAIL" not in verdicts
 
 
@@ -597,7 +597,8 @@ def with_unclean(con: duckdb.DuckDBPyConnection, rows: RunRows, edited: Rules, r
     with those of them it did not evaluate evaluated too."""
     missing = sorted(rows.unclean - set(changes.ids))
     more = evaluate_changes(con, rows.run_id, edited, ruleset, profile, missing, changes.checks)
-    merged = sorted(zip([*changes.ids, *more.ids], [*changes.verdicts, *more.verdicts], strict=True))
+    merged = sorted(zip([*changes.ids, *more.ids], [*changes.verdicts, *more.verdicts], strict=True),
+                    key=lambda pair: pair[0])
     return Changes([rid for rid, _ in merged], [v for _, v in merged], changes.seconds + more.seconds,
                    changes.checks)
 

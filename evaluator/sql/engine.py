@@ -51,7 +51,7 @@ class SqlRun:
 
 
 def _fails_sql() -> str:
-    """True where some check's verdict is FAIL: the overall verdict's rule (evaluate.evaluate_one)."""
+    """True where some check's verdict is FAIL: the overall verdict's rule (as evaluate._evaluate)."""
     return " OR ".join(f"{name}.v = 'FAIL'" for name in CHECK_NAMES)
 
 
