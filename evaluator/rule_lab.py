@@ -18,6 +18,7 @@ import time
 import tomllib
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
@@ -25,7 +26,9 @@ from evaluator import rules_merge
 from evaluator.registry import CHECK, FLAG, check_entries
 from evaluator.results import TEMPLATE_GROUP_SQL
 from evaluator.rules import Rules, rules_from_text
-from evaluator.sql.re2 import CLEAN_SQL
+from evaluator.sql.compile import allowlist_pieces, narrow_difference
+from evaluator.sql.engine import evaluate_verdicts
+from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
 from evaluator.types import CHECK_NAMES
 
 if TYPE_CHECKING:
@@ -276,8 +279,6 @@ def _evaluated(con: duckdb.DuckDBPyConnection, run_id: int, rules: Rules, rulese
     """Ids and the checks' verdicts of the run's responses (``only``: just these) under ``rules``,
     in id order, decided by the SQL engine (Python decides the rows SQL cannot). ``checks``: SQL
     evaluates only these (None in the others' places)."""
-    from evaluator.sql.engine import evaluate_verdicts
-
     got = evaluate_verdicts(con, run_id, ruleset=ruleset, rules=rules, profile=profile, only=only,
                             checks=checks)
     ids = sorted(got)
@@ -319,16 +320,19 @@ class Changes:
 
 
 def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edited: Rules, ruleset: str,
-                 profile: str, unclean: Collection[int] | None) -> Changes | None:
+                 profile: str, unclean: Collection[int] | None,
+                 on_candidates: Callable[[tuple[list[int], frozenset[str], bool]], None] | None = None
+                 ) -> Changes | None:
     """The responses of run ``run_id`` whose verdicts ``edited`` can change from those under
     ``base``, evaluated again under ``edited`` (only the checks that can change), or None when the
     edit is not one whose effect is confined (evaluate everything then): see ``reevaluate_rows``.
     ``unclean``: the run's responses whose answer is not clean ASCII (RunRows.unclean), which an
     edit of patterns or names can change; None: not known yet (they are left out, and the result
     says so: ``unclean_pending``; ``with_unclean`` adds them), so that this needs neither the run's
-    rows nor the base's verdicts and can run beside their reading."""
-    from evaluator.sql.compile import allowlist_pieces, narrow_difference
-    from evaluator.sql.re2 import re2_compiles
+    rows nor the base's verdicts and can run beside their reading. ``on_candidates((ids, checks,
+    pending))`` is told the responses it is about to evaluate again (those it returns), the checks
+    and whether the answers that are not clean ASCII are left out (``unclean_pending``), before it
+    evaluates them."""
 
     started = time.perf_counter()
     narrow = narrow_difference(base, edited, profile)
@@ -358,11 +362,15 @@ def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edite
         params["before_score"], params["after_score"] = narrow.thresholds
     affected = affected_checks(narrow.keys)
     if not affected:
+        if on_candidates is not None:
+            on_candidates(([], affected, False))
         return Changes([], [], time.perf_counter() - started)
     found = {r[0] for r in con.execute(
         f"""SELECT response_id FROM (SELECT {columns} FROM responses WHERE run_id = $run)
             WHERE {' OR '.join(can_change)}""", params).fetchall()}
     candidates = sorted(found | set(unclean or ()) if with_unclean else found)
+    if on_candidates is not None:
+        on_candidates((candidates, affected, with_unclean and unclean is None))
     changes = evaluate_changes(con, run_id, edited, ruleset, profile, candidates, affected)
     return replace(changes, seconds=time.perf_counter() - started, unclean_pending=with_unclean and unclean is None)
 
@@ -595,8 +603,17 @@ def with_unclean(con: duckdb.DuckDBPyConnection, rows: RunRows, edited: Rules, r
                  changes: Changes) -> Changes:
     """``changes`` (``edit_changes`` without knowing the run's answers that are not clean ASCII)
     with those of them it did not evaluate evaluated too."""
-    missing = sorted(rows.unclean - set(changes.ids))
-    more = evaluate_changes(con, rows.run_id, edited, ruleset, profile, missing, changes.checks)
+    return _with_these_unclean(con, rows.run_id, rows.unclean, edited, ruleset, profile, changes)
+
+
+def _with_these_unclean(con: duckdb.DuckDBPyConnection, run_id: int, unclean: frozenset[int], edited: Rules,
+                        ruleset: str, profile: str, changes: Changes) -> Changes:
+    missing = sorted(unclean - set(changes.ids))
+    return _merged(changes, evaluate_changes(con, run_id, edited, ruleset, profile, missing, changes.checks))
+
+
+def _merged(changes: Changes, more: Changes) -> Changes:
+    """``changes`` and ``more`` (of other responses, the same checks) as one, in id order."""
     merged = sorted(zip([*changes.ids, *more.ids], [*changes.verdicts, *more.verdicts], strict=True),
                     key=lambda pair: pair[0])
     return Changes([rid for rid, _ in merged], [v for _, v in merged], changes.seconds + more.seconds,
@@ -605,60 +622,175 @@ def with_unclean(con: duckdb.DuckDBPyConnection, rows: RunRows, edited: Rules, r
 
 # --- the preview, as the page shows it ---------------------------------------------------------
 
+# The base's stored evaluation, per template group and provider: responses and how many pass.
+STORED_GROUPS_SQL = """
+SELECT rr.template_group, r.provider, count(*) AS n, count(*) FILTER (WHERE rr.overall = 'PASS') AS passed
+FROM response_results rr JOIN responses r ON r.response_id = rr.response_id
+WHERE rr.evaluation_id = $evaluation AND r.run_id = $run
+GROUP BY ALL
+"""
+RUN_SIZE_SQL = "SELECT count(*) FROM responses WHERE run_id = $run"
+UNCLEAN_SQL = f"SELECT response_id FROM responses WHERE run_id = $run AND NOT {CLEAN_SQL.format(x='answer')}"
+
+
+def _stored_some_sql() -> str:
+    """``_stored_sql`` for the responses of the temporary table ``lab_changed`` only, with what a
+    flip shows of each (question, provider, template group)."""
+    columns = "".join(f", any_value(c.verdict) FILTER (WHERE c.check_name = $check_{i}) AS \"{i}\""
+                      for i in range(len(CHECK_NAMES)))
+    return f"""
+SELECT rr.response_id, any_value(r.question_id) AS question_id, any_value(r.provider) AS provider,
+       any_value(rr.template_group) AS template_group, any_value(rr.overall) = 'PASS' AS passed,
+       count(c.check_name) AS n{columns}
+FROM response_results rr
+JOIN responses r ON r.response_id = rr.response_id
+JOIN check_results c ON c.evaluation_id = rr.evaluation_id AND c.response_id = rr.response_id
+WHERE rr.evaluation_id = $evaluation AND rr.response_id IN (SELECT response_id FROM lab_changed)
+GROUP BY rr.response_id
+ORDER BY rr.response_id
+"""
+
+
+_RUN_UNCLEAN = _Cache(4)
+_PREVIEWS = _Cache(16)
+
 
 @dataclass(frozen=True)
 class Shown:
-    """An edit's preview and how long its parts took (seconds; ``edited verdicts`` ran beside
-    ``rows`` and ``base verdicts``, ``waited`` is how long the preview then waited for it)."""
+    """An edit's preview, the seconds its evaluation took (kept with it when cached), and how
+    long this call's parts took (``edited verdicts`` ran beside the reads; ``waited`` is how
+    long the preview then waited for it)."""
 
     preview: Preview
-    before: Verdicts
-    after: Verdicts
+    seconds: float
     parts: dict[str, float]
+
+
+@dataclass(frozen=True)
+class _StoredPart:
+    """Some responses of the base's stored evaluation: what a flip shows of each, and their verdicts."""
+
+    rows: RunRows
+    before: Verdicts
+
+
+def _stored_part(con: duckdb.DuckDBPyConnection, run_id: int, evaluation_id: int,
+                 ids: list[int]) -> _StoredPart | None:
+    """Responses ``ids`` (sorted) of the base's stored evaluation; None when it does not hold
+    every check of each of them."""
+    names = tuple(CHECK_NAMES)
+    con.execute("CREATE OR REPLACE TEMP TABLE lab_changed AS SELECT unnest($ids)::BIGINT AS response_id",
+                {"ids": ids})
+    try:
+        t = con.sql(_stored_some_sql(), params={"evaluation": evaluation_id,
+                                                **{f"check_{i}": n for i, n in enumerate(names)}}).to_arrow_table()
+    finally:
+        con.execute("DROP TABLE IF EXISTS temp.lab_changed")
+    if t.column("response_id").to_pylist() != ids or any(k != len(names) for k in t.column("n").to_pylist()):
+        return None
+    columns = [t.column(str(i)).to_pylist() for i in range(len(names))]
+    if any(None in column for column in columns):
+        return None
+    rows = RunRows(run_id, ids, t.column("question_id").to_pylist(), t.column("provider").to_pylist(),
+                   t.column("template_group").to_pylist(), frozenset())
+    return _StoredPart(rows, Verdicts(t.column("passed").to_pylist(), list(zip(*columns, strict=True)), 0.0))
+
+
+def _sparse_preview(part: _StoredPart, groups: list[tuple[Any, ...]], changes: Changes) -> Preview:
+    """The preview of ``changes`` over the base's stored evaluation, from the stored part of the
+    responses they hold (``part``, the same responses) and each group's counts (``groups``)."""
+    changed = compare(part.rows, part.before, apply_changes(part.rows, part.before, changes))
+    delta = {(g.template, g.provider): g.passed_after - g.passed_before for g in changed.groups}
+    counts = sorted((t_, p_, int(n), int(b)) for t_, p_, n, b in groups)
+    whole = [Group(t_, p_, n, b, b + delta.get((t_, p_), 0)) for t_, p_, n, b in counts]
+    return Preview(sum(g.n for g in whole), sum(g.passed_before for g in whole), sum(g.passed_after for g in whole),
+                   whole, changed.flips, changed.check_changes)
 
 
 def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_id: int, base: Rules,
                  edited: Rules, ruleset: str, profile: str, evaluation_id: int | None) -> Shown:
-    """The before/after of ``edited`` on the run (its rows, the base's verdicts and the edited
-    rules' are cached: ``cached_rows``, ``base_verdicts``, ``cached_verdicts``). What an edit
-    changes (``edit_changes``) needs neither the run's rows nor the base's verdicts, so it is
-    worked out on a second cursor of the store while they are read."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """The before/after of ``edited`` on the run, cached per (run, both rules, rule set, profile,
+    base evaluation). What an edit changes (``edit_changes``) needs nothing else, so it is worked
+    out on a second cursor of the store meanwhile. When the edit is narrow and the base's
+    evaluation is stored, only each group's counts and the stored verdicts of the responses the
+    edit can change are read (those as soon as the second cursor has found them, while it
+    evaluates them): the preview costs what the edit changes, not the run's size. Otherwise the
+    run's rows and the base's verdicts are read whole (cached per run: ``cached_rows``,
+    ``base_verdicts``) and compared."""
+    key = (run_key, base.hash, edited.hash, ruleset, profile, evaluation_id)
+    kept: tuple[Preview, float] | None = _PREVIEWS.peek(key)
+    if kept is not None:
+        return Shown(kept[0], kept[1], {})
     parts: dict[str, float] = {}
-    key = (run_key, edited.hash, ruleset, profile)
-    after: Verdicts | None = _VERDICTS.peek(key)
-    cursor = con.cursor() if after is None else None
+    started = time.perf_counter()
+    found: Future[tuple[list[int], frozenset[str], bool]] = Future()
+    groups: list[tuple[Any, ...]] = []
+    unclean: frozenset[int] = frozenset()
+    stored: _StoredPart | None = None
+    extra: Changes | None = None  # the answers that are not clean ASCII and not among the candidates
+    cursor = con.cursor()
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            # The answers that are not clean ASCII (None: not known yet) are added once the rows are read.
-            pending = (pool.submit(edit_changes, cursor, run_id, base, edited, ruleset, profile, None)
-                       if cursor else None)
-            t = time.perf_counter()
-            rows = cached_rows(run_key, lambda: read_run(con, run_id))
-            parts["rows"] = time.perf_counter() - t
-            t = time.perf_counter()
-            before = base_verdicts(con, run_key, rows, base, ruleset, profile, evaluation_id)
-            parts["base verdicts"] = time.perf_counter() - t
-            if pending is not None:
+            # The answers that are not clean ASCII (None: not known yet) are added once read here.
+            pending = pool.submit(edit_changes, cursor, run_id, base, edited, ruleset, profile, None,
+                                  found.set_result)
+            if evaluation_id is not None:
                 t = time.perf_counter()
-                changes = pending.result()
-                parts["waited"] = time.perf_counter() - t
-                if changes is not None:
-                    parts["edited verdicts"] = changes.seconds
-                if changes is not None and changes.unclean_pending:
+                groups = con.execute(STORED_GROUPS_SQL, {"evaluation": evaluation_id, "run": run_id}).fetchall()
+                if sum(g[2] for g in groups) != con.execute(RUN_SIZE_SQL, {"run": run_id}).fetchall()[0][0]:
+                    groups = []  # the stored evaluation does not cover the run (it changed): read it whole
+                unclean = _RUN_UNCLEAN.get(run_key, lambda: frozenset(
+                    r[0] for r in con.execute(UNCLEAN_SQL, {"run": run_id}).fetchall()))
+                parts["groups and unclean"] = time.perf_counter() - t
+                if groups:
                     t = time.perf_counter()
-                    changes = with_unclean(con, rows, edited, ruleset, profile, changes)
-                    parts["not clean ASCII"] = time.perf_counter() - t
-                t = time.perf_counter()
-                after = _VERDICTS.get(key, lambda: apply_changes(rows, before, changes) if changes is not None
-                                      else evaluate_rows(con, rows, edited, ruleset, profile))
-                parts["applied" if changes is not None else "edited verdicts"] = time.perf_counter() - t
+                    told = _candidates_or_none(found, pending)
+                    if told is not None:
+                        ids, checks, unclean_left_out = told
+                        # evaluated here while the cursor evaluates ids
+                        more = sorted(unclean - set(ids)) if unclean_left_out else []
+                        stored = _stored_part(con, run_id, evaluation_id, sorted({*ids, *more}))
+                        extra = evaluate_changes(con, run_id, edited, ruleset, profile, more, checks)
+                    parts["stored verdicts of the candidates"] = time.perf_counter() - t
+            t = time.perf_counter()
+            changes = pending.result()
+            parts["waited"] = time.perf_counter() - t
     finally:
-        if cursor is not None:
-            cursor.close()
-    assert after is not None
-    t = time.perf_counter()
-    preview = compare(rows, before, after)
-    parts["compare"] = time.perf_counter() - t
-    return Shown(preview, before, after, parts)
+        cursor.close()
+    if changes is not None:
+        parts["edited verdicts"] = changes.seconds
+    preview: Preview | None = None
+    if changes is not None and stored is not None and extra is not None:
+        t = time.perf_counter()
+        if changes.unclean_pending:
+            changes = _merged(changes, extra)
+        if stored.rows.ids == changes.ids:
+            preview = _sparse_preview(stored, groups, changes)
+        parts["compare (changed responses)"] = time.perf_counter() - t
+    if preview is None:  # no stored base, an edit that is not narrow, or a stored base not whole
+        t = time.perf_counter()
+        rows = cached_rows(run_key, lambda: read_run(con, run_id))
+        before = base_verdicts(con, run_key, rows, base, ruleset, profile, evaluation_id)
+        parts["rows and base verdicts"] = time.perf_counter() - t
+        t = time.perf_counter()
+        if changes is not None and changes.unclean_pending:
+            changes = with_unclean(con, rows, edited, ruleset, profile, changes)
+        after = (apply_changes(rows, before, changes) if changes is not None
+                 else evaluate_rows(con, rows, edited, ruleset, profile))
+        preview = compare(rows, before, after)
+        parts["compare"] = time.perf_counter() - t
+    seconds = time.perf_counter() - started
+    _PREVIEWS.get(key, lambda: (preview, seconds))
+    return Shown(preview, seconds, parts)
+
+
+def _candidates_or_none(found: Future[tuple[list[int], frozenset[str], bool]],
+                        pending: Future[Changes | None]) -> tuple[list[int], frozenset[str], bool] | None:
+    """The candidates (and checks) ``edit_changes`` reported, once it has; None when it finished
+    without (an edit that is not narrow)."""
+    either: list[Future[Any]] = [found, pending]
+    wait(either, return_when=FIRST_COMPLETED)
+    if found.done():
+        return found.result()
+    pending.result()  # raises its error, if it failed
+    return found.result() if found.done() else None

@@ -153,10 +153,10 @@ with store() as con:
     if st.session_state.get("lab_preview_on"):
         with st.spinner("Evaluating every response of the run…"):
             shown = lab.preview_edit(con, run_key, run_id, base, edited.rules, base_name, profile, base_evaluation)
-        # The evaluation's own time, kept with its cached verdicts (a rerun, e.g. another page of
-        # flips, reads them in no time).
+        # The evaluation's own time, kept with its cached preview (a rerun, e.g. another page of
+        # flips, reads it in no time).
         this_preview = hashlib.sha256(repr((run_key, base_name, base.hash, edited.rules.hash, profile)).encode())
-        show_preview(run, shown.preview, base_evaluation, shown.after.seconds,
+        show_preview(run, shown.preview, base_evaluation, shown.seconds,
                      page_key=f"lab_flip_page_{this_preview.hexdigest()[:16]}")
 
     st.divider()

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evaluator.registry import Entry, check_entries, flag_entries
+from evaluator.registry import FLAG, Entry, check_entries, flag_entries
 from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.sql.fragments import NA, WS, SqlCase, pair
 from evaluator.sql.re2 import CLEAN_SQL, clean_of, min_width, to_re2
@@ -175,7 +175,7 @@ def _unverified_ctes(exempt: bool) -> str:
 # list can change only the verdicts of the checks that read its key.
 PATTERN_LIST_KEYS = {
     "refusal": "answers.refusal_patterns", "redirect": "answers.redirect_patterns",
-    "substantive": "answers.substantive_patterns", "phrases": "flags.refusal_detected.phrases",
+    "substantive": "answers.substantive_patterns", "phrases": f"flags.{FLAG.refusal_detected}.phrases",
     "markers": "profile.interpretation_markers", "abstention": "abstention",
     "prof_refusals": "profile.refusal_phrases",
 }

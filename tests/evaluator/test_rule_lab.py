@@ -536,28 +536,53 @@ def test_a_narrow_edit_evaluates_only_the_checks_reading_its_key(sample_store: P
 
 @pytest.mark.parametrize(("values", "narrow"), [
     ({"refusal_patterns": NEW_REFUSAL}, True),  # what it can change is evaluated beside the reads
+    ({"refusal_patterns": "."}, True),  # every answer, those that are not clean ASCII too
+    ({"min_score": 0.95}, True),
+    ({"allowlist": UNVERIFIED}, True),
     ({"citation_pattern": r"\[(?P<id>[^\]]+)\]"}, False),  # every response evaluated again
 ])
-def test_the_page_preview_equals_evaluating_both_rule_sets(sample_store: Path, values: dict[str, str],
-                                                          narrow: bool) -> None:
+@pytest.mark.parametrize("stored", [True, False])
+def test_the_page_preview_equals_evaluating_both_rule_sets(sample_store: Path, values: dict[str, object],
+                                                          narrow: bool, stored: bool) -> None:
     from evaluator.sql.compile import narrow_difference
 
     run_id, rows = run_rows(sample_store)
     base = load_rules()
     form = lab.form_values(base, PROFILE)
-    edits = {k: (f"{form[k]}\n{v}" if k == "refusal_patterns" else v) for k, v in values.items()}
+    edits = {k: (f"{form[k]}\n{v}" if k in ("refusal_patterns", "allowlist") else v) for k, v in values.items()}
     edited = lab.edit(base, PROFILE, {**form, **edits}).rules
     assert edited.hash != base.hash and (narrow_difference(base, edited, PROFILE) is not None) == narrow
     expected = lab.compare(rows, verdicts(sample_store, rows, base), verdicts(sample_store, rows, edited))
-    key = (str(sample_store), "preview-test", tuple(values))
+    key = (str(sample_store), "preview-test", repr(values), stored)
     with connect(sample_store, read_only=True) as con:
-        evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE)
+        evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE) if stored else None
+        assert (evaluation is not None) == stored
         shown = lab.preview_edit(con, key, run_id, base, edited, RULESET, PROFILE, evaluation)
         again = lab.preview_edit(con, key, run_id, base, edited, RULESET, PROFILE, evaluation)
     assert shown.preview == expected
-    assert again.after is shown.after and "waited" not in again.parts
-    # The run has answers that are not clean ASCII: a narrow edit adds them once the rows are read.
-    assert rows.unclean and ("not clean ASCII" in shown.parts) == narrow
+    assert again.preview is shown.preview and again.parts == {}
+    # A narrow edit over a stored base reads only the changed responses' stored verdicts.
+    assert ("compare (changed responses)" in shown.parts) == (narrow and stored)
+    assert ("rows and base verdicts" in shown.parts) == (not (narrow and stored))
+
+
+def test_a_preview_over_a_stored_base_that_misses_a_response_reads_the_run_whole(sample_store: Path,
+                                                                                 tmp_path: Path) -> None:
+    import shutil
+
+    db = tmp_path / "partial.duckdb"
+    shutil.copy(sample_store, db)
+    run_id, rows = run_rows(db)
+    base = load_rules()
+    edited = lab.edit(base, PROFILE, with_refusal(NEW_REFUSAL)).rules
+    with connect(db) as con:
+        evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE)
+        con.execute("DELETE FROM response_results WHERE evaluation_id = $e AND response_id = $r",
+                    {"e": evaluation, "r": rows.ids[0]})
+    expected = lab.compare(rows, verdicts(db, rows, base), verdicts(db, rows, edited))
+    with connect(db, read_only=True) as con:
+        shown = lab.preview_edit(con, (str(db), "partial"), run_id, base, edited, RULESET, PROFILE, evaluation)
+    assert shown.preview == expected and "rows and base verdicts" in shown.parts
 
 
 def test_the_run_rows_name_the_answers_that_are_not_clean_ascii(sample_store: Path) -> None:
