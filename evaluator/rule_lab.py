@@ -328,11 +328,11 @@ def edit_changes(con: duckdb.DuckDBPyConnection, run_id: int, base: Rules, edite
     edit is not one whose effect is confined (evaluate everything then): see ``reevaluate_rows``.
     ``unclean``: the run's responses whose answer is not clean ASCII (RunRows.unclean), which an
     edit of patterns or names can change; None: not known yet (they are left out, and the result
-    says so: ``unclean_pending``; ``with_unclean`` adds them), so that this needs neither the run's
-    rows nor the base's verdicts and can run beside their reading. ``on_candidates((ids, checks,
-    pending))`` is told the responses it is about to evaluate again (those it returns), the checks
-    and whether the answers that are not clean ASCII are left out (``unclean_pending``), before it
-    evaluates them."""
+    says so: ``unclean_pending``; ``evaluate_changes`` and ``merge_changes`` add them), so that
+    this needs neither the run's rows nor the base's verdicts and can run beside their reading.
+    ``on_candidates((ids, checks, left_out))`` is told the responses it is about to evaluate
+    again (those it returns), the checks, and whether the answers that are not clean ASCII are
+    left out (``unclean_pending``), before it evaluates them."""
 
     started = time.perf_counter()
     narrow = narrow_difference(base, edited, profile)
@@ -390,7 +390,7 @@ def evaluate_changes(con: duckdb.DuckDBPyConnection, run_id: int, edited: Rules,
 def apply_changes(rows: RunRows, before: Verdicts, changes: Changes) -> Verdicts:
     """``before`` with ``changes`` applied: the run's verdicts under the edited rules."""
     if changes.unclean_pending:
-        raise ValueError("the answers that are not clean ASCII are not evaluated yet: with_unclean first")
+        raise ValueError("the answers that are not clean ASCII are not evaluated yet: merge_changes first")
     passed, checks = list(before.passed), list(before.checks)
     at = {rid: i for i, rid in enumerate(rows.ids)}
     if any(rid not in at for rid in changes.ids):
@@ -599,20 +599,7 @@ def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows
     return verdicts
 
 
-def with_unclean(con: duckdb.DuckDBPyConnection, rows: RunRows, edited: Rules, ruleset: str, profile: str,
-                 changes: Changes) -> Changes:
-    """``changes`` (``edit_changes`` without knowing the run's answers that are not clean ASCII)
-    with those of them it did not evaluate evaluated too."""
-    return _with_these_unclean(con, rows.run_id, rows.unclean, edited, ruleset, profile, changes)
-
-
-def _with_these_unclean(con: duckdb.DuckDBPyConnection, run_id: int, unclean: frozenset[int], edited: Rules,
-                        ruleset: str, profile: str, changes: Changes) -> Changes:
-    missing = sorted(unclean - set(changes.ids))
-    return _merged(changes, evaluate_changes(con, run_id, edited, ruleset, profile, missing, changes.checks))
-
-
-def _merged(changes: Changes, more: Changes) -> Changes:
+def merge_changes(changes: Changes, more: Changes) -> Changes:
     """``changes`` and ``more`` (of other responses, the same checks) as one, in id order."""
     merged = sorted(zip([*changes.ids, *more.ids], [*changes.verdicts, *more.verdicts], strict=True),
                     key=lambda pair: pair[0])
@@ -629,7 +616,11 @@ FROM response_results rr JOIN responses r ON r.response_id = rr.response_id
 WHERE rr.evaluation_id = $evaluation AND r.run_id = $run
 GROUP BY ALL
 """
-RUN_SIZE_SQL = "SELECT count(*) FROM responses WHERE run_id = $run"
+STORED_SIZE_SQL = """
+SELECT (SELECT count(*) FROM responses WHERE run_id = $run),
+       (SELECT count(*) FROM check_results c JOIN responses r ON r.response_id = c.response_id
+        WHERE c.evaluation_id = $evaluation AND r.run_id = $run)
+"""
 UNCLEAN_SQL = f"SELECT response_id FROM responses WHERE run_id = $run AND NOT {CLEAN_SQL.format(x='answer')}"
 
 
@@ -715,7 +706,7 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
     evaluation is stored, only each group's counts and the stored verdicts of the responses the
     edit can change are read (those as soon as the second cursor has found them, while it
     evaluates them): the preview costs what the edit changes, not the run's size. Otherwise the
-    run's rows and the base's verdicts are read whole (cached per run: ``cached_rows``,
+    run's rows and the base's verdicts are read whole meanwhile (cached per run: ``cached_rows``,
     ``base_verdicts``) and compared."""
     key = (run_key, base.hash, edited.hash, ruleset, profile, evaluation_id)
     kept: tuple[Preview, float] | None = _PREVIEWS.peek(key)
@@ -724,34 +715,37 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
     parts: dict[str, float] = {}
     started = time.perf_counter()
     found: Future[tuple[list[int], frozenset[str], bool]] = Future()
-    groups: list[tuple[Any, ...]] = []
-    unclean: frozenset[int] = frozenset()
+    groups: list[tuple[Any, ...]] = []  # the stored base's counts; empty: the run is read whole
+    rows: RunRows | None = None
+    before: Verdicts | None = None
     stored: _StoredPart | None = None
-    extra: Changes | None = None  # the answers that are not clean ASCII and not among the candidates
+    extra: Changes | None = None  # the answers that are not clean ASCII the cursor left out, evaluated here
     cursor = con.cursor()
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            # The answers that are not clean ASCII (None: not known yet) are added once read here.
+            # The answers that are not clean ASCII (None: not known yet) are added from here.
             pending = pool.submit(edit_changes, cursor, run_id, base, edited, ruleset, profile, None,
                                   found.set_result)
+            t = time.perf_counter()
             if evaluation_id is not None:
-                t = time.perf_counter()
-                groups = con.execute(STORED_GROUPS_SQL, {"evaluation": evaluation_id, "run": run_id}).fetchall()
-                if sum(g[2] for g in groups) != con.execute(RUN_SIZE_SQL, {"run": run_id}).fetchall()[0][0]:
-                    groups = []  # the stored evaluation does not cover the run (it changed): read it whole
+                groups = _stored_groups(con, run_id, evaluation_id)
+            if groups:
                 unclean = _RUN_UNCLEAN.get(run_key, lambda: frozenset(
                     r[0] for r in con.execute(UNCLEAN_SQL, {"run": run_id}).fetchall()))
-                parts["groups and unclean"] = time.perf_counter() - t
-                if groups:
-                    t = time.perf_counter()
-                    told = _candidates_or_none(found, pending)
-                    if told is not None:
-                        ids, checks, unclean_left_out = told
-                        # evaluated here while the cursor evaluates ids
-                        more = sorted(unclean - set(ids)) if unclean_left_out else []
-                        stored = _stored_part(con, run_id, evaluation_id, sorted({*ids, *more}))
-                        extra = evaluate_changes(con, run_id, edited, ruleset, profile, more, checks)
-                    parts["stored verdicts of the candidates"] = time.perf_counter() - t
+            else:
+                rows = cached_rows(run_key, lambda: read_run(con, run_id))
+                before = base_verdicts(con, run_key, rows, base, ruleset, profile, evaluation_id)
+                unclean = rows.unclean
+            parts["base"] = time.perf_counter() - t
+            t = time.perf_counter()
+            told = _candidates_or_none(found, pending)
+            if told is not None:  # evaluated here while the cursor evaluates the candidates
+                ids, checks, unclean_left_out = told
+                more = sorted(unclean - set(ids)) if unclean_left_out else []
+                if groups and evaluation_id is not None:
+                    stored = _stored_part(con, run_id, evaluation_id, sorted({*ids, *more}))
+                extra = evaluate_changes(con, run_id, edited, ruleset, profile, more, checks)
+            parts["beside the cursor"] = time.perf_counter() - t
             t = time.perf_counter()
             changes = pending.result()
             parts["waited"] = time.perf_counter() - t
@@ -759,22 +753,18 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
         cursor.close()
     if changes is not None:
         parts["edited verdicts"] = changes.seconds
-    preview: Preview | None = None
-    if changes is not None and stored is not None and extra is not None:
-        t = time.perf_counter()
         if changes.unclean_pending:
-            changes = _merged(changes, extra)
-        if stored.rows.ids == changes.ids:
-            preview = _sparse_preview(stored, groups, changes)
+            assert extra is not None  # the cursor reported its candidates before evaluating them
+            changes = merge_changes(changes, extra)
+    preview: Preview | None = None
+    t = time.perf_counter()
+    if changes is not None and stored is not None and stored.rows.ids == changes.ids:
+        preview = _sparse_preview(stored, groups, changes)
         parts["compare (changed responses)"] = time.perf_counter() - t
     if preview is None:  # no stored base, an edit that is not narrow, or a stored base not whole
-        t = time.perf_counter()
-        rows = cached_rows(run_key, lambda: read_run(con, run_id))
-        before = base_verdicts(con, run_key, rows, base, ruleset, profile, evaluation_id)
-        parts["rows and base verdicts"] = time.perf_counter() - t
-        t = time.perf_counter()
-        if changes is not None and changes.unclean_pending:
-            changes = with_unclean(con, rows, edited, ruleset, profile, changes)
+        if rows is None or before is None:
+            rows = cached_rows(run_key, lambda: read_run(con, run_id))
+            before = base_verdicts(con, run_key, rows, base, ruleset, profile, evaluation_id)
         after = (apply_changes(rows, before, changes) if changes is not None
                  else evaluate_rows(con, rows, edited, ruleset, profile))
         preview = compare(rows, before, after)
@@ -782,6 +772,16 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
     seconds = time.perf_counter() - started
     _PREVIEWS.get(key, lambda: (preview, seconds))
     return Shown(preview, seconds, parts)
+
+
+def _stored_groups(con: duckdb.DuckDBPyConnection, run_id: int, evaluation_id: int) -> list[tuple[Any, ...]]:
+    """The stored evaluation's counts per template group and provider; empty when it does not
+    hold one outcome and every check's verdict for each response of the run (then the run is
+    read whole)."""
+    groups = con.execute(STORED_GROUPS_SQL, {"evaluation": evaluation_id, "run": run_id}).fetchall()
+    n, checks = con.execute(STORED_SIZE_SQL, {"evaluation": evaluation_id, "run": run_id}).fetchall()[0]
+    whole = sum(g[2] for g in groups) == n and checks == n * len(CHECK_NAMES)
+    return groups if whole else []
 
 
 def _candidates_or_none(found: Future[tuple[list[int], frozenset[str], bool]],

@@ -537,9 +537,11 @@ def test_a_narrow_edit_evaluates_only_the_checks_reading_its_key(sample_store: P
 @pytest.mark.parametrize(("values", "narrow"), [
     ({"refusal_patterns": NEW_REFUSAL}, True),  # what it can change is evaluated beside the reads
     ({"refusal_patterns": "."}, True),  # every answer, those that are not clean ASCII too
+    # It changes only an answer that is not clean ASCII, which the page evaluates beside the cursor.
+    ({"refusal_patterns": "Kaikeyi's second boon"}, True),
     ({"min_score": 0.95}, True),
     ({"allowlist": UNVERIFIED}, True),
-    ({"citation_pattern": r"\[(?P<id>[^\]]+)\]"}, False),  # every response evaluated again
+    ({"citation_pattern": r"\{(?P<id>[^}]+)\}"}, False),  # no answer cites so: every response evaluated again
 ])
 @pytest.mark.parametrize("stored", [True, False])
 def test_the_page_preview_equals_evaluating_both_rule_sets(sample_store: Path, values: dict[str, object],
@@ -553,6 +555,7 @@ def test_the_page_preview_equals_evaluating_both_rule_sets(sample_store: Path, v
     edited = lab.edit(base, PROFILE, {**form, **edits}).rules
     assert edited.hash != base.hash and (narrow_difference(base, edited, PROFILE) is not None) == narrow
     expected = lab.compare(rows, verdicts(sample_store, rows, base), verdicts(sample_store, rows, edited))
+    assert any(expected.check_changes.values())  # the edit changes something, so the equality says something
     key = (str(sample_store), "preview-test", repr(values), stored)
     with connect(sample_store, read_only=True) as con:
         evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE) if stored else None
@@ -563,26 +566,50 @@ def test_the_page_preview_equals_evaluating_both_rule_sets(sample_store: Path, v
     assert again.preview is shown.preview and again.parts == {}
     # A narrow edit over a stored base reads only the changed responses' stored verdicts.
     assert ("compare (changed responses)" in shown.parts) == (narrow and stored)
-    assert ("rows and base verdicts" in shown.parts) == (not (narrow and stored))
+    assert ("compare" in shown.parts) == (not (narrow and stored))
 
 
-def test_a_preview_over_a_stored_base_that_misses_a_response_reads_the_run_whole(sample_store: Path,
-                                                                                 tmp_path: Path) -> None:
+def preview_over_a_damaged_base(sample_store: Path, tmp_path: Path, damage: str,
+                                choose: Callable[[lab.RunRows, dict[int, str]], dict[str, int]]) -> lab.Shown:
+    """The preview of adding NEW_REFUSAL over a copy of the sample store whose stored base
+    evaluation ``damage`` (SQL with $e, the evaluation, and the ids ``choose`` picks) altered;
+    asserts it equals comparing two full evaluations of the damaged copy."""
     import shutil
 
-    db = tmp_path / "partial.duckdb"
+    db = tmp_path / "damaged.duckdb"
     shutil.copy(sample_store, db)
     run_id, rows = run_rows(db)
     base = load_rules()
     edited = lab.edit(base, PROFILE, with_refusal(NEW_REFUSAL)).rules
     with connect(db) as con:
         evaluation = lab.stored_evaluation(con, run_id, RULESET, base, PROFILE)
-        con.execute("DELETE FROM response_results WHERE evaluation_id = $e AND response_id = $r",
-                    {"e": evaluation, "r": rows.ids[0]})
+        con.execute(damage, {"e": evaluation, **choose(rows, answers(db))})
     expected = lab.compare(rows, verdicts(db, rows, base), verdicts(db, rows, edited))
     with connect(db, read_only=True) as con:
-        shown = lab.preview_edit(con, (str(db), "partial"), run_id, base, edited, RULESET, PROFILE, evaluation)
-    assert shown.preview == expected and "rows and base verdicts" in shown.parts
+        shown = lab.preview_edit(con, (str(db), damage), run_id, base, edited, RULESET, PROFILE, evaluation)
+    assert shown.preview == expected
+    return shown
+
+
+def test_a_preview_over_a_stored_base_missing_a_candidate_check_reads_the_run_whole(sample_store: Path,
+                                                                                    tmp_path: Path) -> None:
+    def choose(rows: lab.RunRows, said: dict[int, str]) -> dict[str, int]:
+        candidate = next(rid for rid in rows.ids if re.search(NEW_REFUSAL, said[rid], re.IGNORECASE))
+        return {"r": candidate, "o": next(rid for rid in rows.ids if rid != candidate)}
+
+    # One check row moved from a candidate to another response: the totals still add up.
+    moved = ("UPDATE check_results SET response_id = $o "
+             "WHERE evaluation_id = $e AND response_id = $r AND check_name = 'routing_check'")
+    shown = preview_over_a_damaged_base(sample_store, tmp_path, moved, choose)
+    assert "compare (changed responses)" not in shown.parts and "compare" in shown.parts
+
+
+def test_a_preview_over_a_stored_base_that_misses_a_response_reads_the_run_whole(sample_store: Path,
+                                                                                 tmp_path: Path) -> None:
+    shown = preview_over_a_damaged_base(sample_store, tmp_path,
+                                        "DELETE FROM response_results WHERE evaluation_id = $e AND response_id = $r",
+                                        lambda rows, said: {"r": rows.ids[0]})
+    assert "compare (changed responses)" not in shown.parts and "compare" in shown.parts
 
 
 def test_the_run_rows_name_the_answers_that_are_not_clean_ascii(sample_store: Path) -> None:
@@ -603,7 +630,9 @@ def test_changes_still_missing_the_unclean_answers_are_not_applied(sample_store:
         assert pending is not None and pending.unclean_pending
         with pytest.raises(ValueError, match="not clean ASCII"):
             lab.apply_changes(rows, before, pending)
-        complete = lab.with_unclean(con, rows, edited, RULESET, PROFILE, pending)
+        more = sorted(rows.unclean - set(pending.ids))
+        complete = lab.merge_changes(pending, lab.evaluate_changes(con, run_id, edited, RULESET, PROFILE, more,
+                                                                   pending.checks))
     assert rows.unclean <= set(complete.ids) and not complete.unclean_pending
     everything = verdicts(sample_store, rows, edited)
     after = lab.apply_changes(rows, before, complete)
