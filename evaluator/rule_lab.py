@@ -232,8 +232,7 @@ def _attributed(message: str, form: Sequence[Field], lines_of: dict[str, list[in
 # DuckDB (evaluator.sql), so no response is loaded into Python here. The group is the one the
 # stored evaluations record (results.TEMPLATE_GROUP_SQL).
 RUN_SQL = f"""
-SELECT r.response_id, r.question_id, r.provider, {TEMPLATE_GROUP_SQL} AS template_group,
-       NOT {CLEAN_SQL.format(x="r.answer")} AS unclean
+SELECT r.response_id, r.question_id, r.provider, {TEMPLATE_GROUP_SQL} AS template_group
 FROM responses r
 JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
 WHERE r.run_id = $run
@@ -255,10 +254,17 @@ def read_run(con: duckdb.DuckDBPyConnection, run_id: int) -> RunRows:
     """Every response of the run: its id, question, provider and template group, and which
     answers are not clean ASCII."""
     t = con.sql(RUN_SQL, params={"run": run_id}).to_arrow_table()
-    ids = t.column("response_id").to_pylist()
-    unclean = frozenset(rid for rid, u in zip(ids, t.column("unclean").to_pylist(), strict=True) if u)
-    return RunRows(run_id, ids, t.column("question_id").to_pylist(), t.column("provider").to_pylist(),
-                   t.column("template_group").to_pylist(), unclean)
+    return RunRows(run_id, t.column("response_id").to_pylist(), t.column("question_id").to_pylist(),
+                   t.column("provider").to_pylist(), t.column("template_group").to_pylist(), unclean_ids(con, run_id))
+
+
+# The run's responses whose answer is not clean ASCII (evaluator.sql.re2): Python decides them.
+UNCLEAN_SQL = f"SELECT response_id FROM responses WHERE run_id = $run AND NOT {CLEAN_SQL.format(x='answer')}"
+
+
+def unclean_ids(con: duckdb.DuckDBPyConnection, run_id: int) -> frozenset[int]:
+    """The run's responses whose answer is not clean ASCII."""
+    return frozenset(r[0] for r in con.execute(UNCLEAN_SQL, {"run": run_id}).fetchall())
 
 
 # --- verdicts and their comparison --------------------------------------------------------------
@@ -545,19 +551,39 @@ def compare(rows: RunRows, before: Verdicts, after: Verdicts) -> Preview:
 
 # --- the base as stored: an evaluation under the same rules is read, not recomputed -------------
 
-def _stored_sql() -> str:
-    """A stored evaluation's rows, one per response in id order: PASS and one column per check
-    (NULL where it has no result for it), pivoted with one filtered aggregate per check."""
+def _stored_sql(only: str | None = None) -> str:
+    """A stored evaluation's rows, one per response in id order (``only``: just the responses of
+    this temporary table): what a flip shows of it, PASS, how many check results it has, and one
+    column per check (NULL where it has no result for it), pivoted with one filtered aggregate per
+    check (their names bound as $check_<i>)."""
     columns = "".join(f", any_value(c.verdict) FILTER (WHERE c.check_name = $check_{i}) AS \"{i}\""
                       for i in range(len(CHECK_NAMES)))
+    restrict = f" AND rr.response_id IN (SELECT response_id FROM {only})" if only else ""
     return f"""
-SELECT rr.response_id, any_value(rr.overall) = 'PASS' AS passed, count(c.check_name) AS n{columns}
+SELECT rr.response_id, any_value(r.question_id) AS question_id, any_value(r.provider) AS provider,
+       any_value(rr.template_group) AS template_group, any_value(rr.overall) = 'PASS' AS passed,
+       count(c.check_name) AS n{columns}
 FROM response_results rr
+JOIN responses r ON r.response_id = rr.response_id
 JOIN check_results c ON c.evaluation_id = rr.evaluation_id AND c.response_id = rr.response_id
-WHERE rr.evaluation_id = $evaluation
+WHERE rr.evaluation_id = $evaluation{restrict}
 GROUP BY rr.response_id
 ORDER BY rr.response_id
 """
+
+
+def _read_stored(con: duckdb.DuckDBPyConnection, evaluation_id: int, ids: list[int],
+                 only: str | None = None) -> tuple[Any, Verdicts] | None:
+    """``_stored_sql``'s Arrow table and its verdicts, when it holds exactly responses ``ids``
+    with one result for each check; else None."""
+    names = {f"check_{i}": name for i, name in enumerate(CHECK_NAMES)}
+    t = con.sql(_stored_sql(only), params={"evaluation": evaluation_id, **names}).to_arrow_table()
+    if t.column("response_id").to_pylist() != ids or any(k != len(names) for k in t.column("n").to_pylist()):
+        return None
+    columns = [t.column(str(i)).to_pylist() for i in range(len(names))]
+    if any(None in column for column in columns):
+        return None
+    return t, Verdicts(t.column("passed").to_pylist(), list(zip(*columns, strict=True)), 0.0)
 
 
 def stored_evaluation(con: duckdb.DuckDBPyConnection, run_id: int, ruleset: str, rules: Rules,
@@ -576,15 +602,8 @@ def stored_verdicts(con: duckdb.DuckDBPyConnection, evaluation_id: int, rows: Ru
     """A stored evaluation's verdicts in the rows' order (None when it does not cover exactly these
     rows with exactly one result for each check)."""
     started = time.perf_counter()
-    names = {f"check_{i}": name for i, name in enumerate(CHECK_NAMES)}
-    t = con.sql(_stored_sql(), params={"evaluation": evaluation_id, **names}).to_arrow_table()
-    if t.column("response_id").to_pylist() != rows.ids:
-        return None
-    n = len(CHECK_NAMES)
-    columns = [t.column(str(i)).to_pylist() for i in range(n)]
-    if any(k != n for k in t.column("n").to_pylist()) or any(None in column for column in columns):
-        return None
-    return Verdicts(t.column("passed").to_pylist(), list(zip(*columns, strict=True)), time.perf_counter() - started)
+    got = _read_stored(con, evaluation_id, rows.ids)
+    return None if got is None else replace(got[1], seconds=time.perf_counter() - started)
 
 
 def base_verdicts(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], rows: RunRows, rules: Rules,
@@ -621,25 +640,6 @@ SELECT (SELECT count(*) FROM responses WHERE run_id = $run),
        (SELECT count(*) FROM check_results c JOIN responses r ON r.response_id = c.response_id
         WHERE c.evaluation_id = $evaluation AND r.run_id = $run)
 """
-UNCLEAN_SQL = f"SELECT response_id FROM responses WHERE run_id = $run AND NOT {CLEAN_SQL.format(x='answer')}"
-
-
-def _stored_some_sql() -> str:
-    """``_stored_sql`` for the responses of the temporary table ``lab_changed`` only, with what a
-    flip shows of each (question, provider, template group)."""
-    columns = "".join(f", any_value(c.verdict) FILTER (WHERE c.check_name = $check_{i}) AS \"{i}\""
-                      for i in range(len(CHECK_NAMES)))
-    return f"""
-SELECT rr.response_id, any_value(r.question_id) AS question_id, any_value(r.provider) AS provider,
-       any_value(rr.template_group) AS template_group, any_value(rr.overall) = 'PASS' AS passed,
-       count(c.check_name) AS n{columns}
-FROM response_results rr
-JOIN responses r ON r.response_id = rr.response_id
-JOIN check_results c ON c.evaluation_id = rr.evaluation_id AND c.response_id = rr.response_id
-WHERE rr.evaluation_id = $evaluation AND rr.response_id IN (SELECT response_id FROM lab_changed)
-GROUP BY rr.response_id
-ORDER BY rr.response_id
-"""
 
 
 _RUN_UNCLEAN = _Cache(4)
@@ -669,22 +669,18 @@ def _stored_part(con: duckdb.DuckDBPyConnection, run_id: int, evaluation_id: int
                  ids: list[int]) -> _StoredPart | None:
     """Responses ``ids`` (sorted) of the base's stored evaluation; None when it does not hold
     every check of each of them."""
-    names = tuple(CHECK_NAMES)
     con.execute("CREATE OR REPLACE TEMP TABLE lab_changed AS SELECT unnest($ids)::BIGINT AS response_id",
                 {"ids": ids})
     try:
-        t = con.sql(_stored_some_sql(), params={"evaluation": evaluation_id,
-                                                **{f"check_{i}": n for i, n in enumerate(names)}}).to_arrow_table()
+        got = _read_stored(con, evaluation_id, ids, only="lab_changed")
     finally:
         con.execute("DROP TABLE IF EXISTS temp.lab_changed")
-    if t.column("response_id").to_pylist() != ids or any(k != len(names) for k in t.column("n").to_pylist()):
+    if got is None:
         return None
-    columns = [t.column(str(i)).to_pylist() for i in range(len(names))]
-    if any(None in column for column in columns):
-        return None
+    t, before = got
     rows = RunRows(run_id, ids, t.column("question_id").to_pylist(), t.column("provider").to_pylist(),
                    t.column("template_group").to_pylist(), frozenset())
-    return _StoredPart(rows, Verdicts(t.column("passed").to_pylist(), list(zip(*columns, strict=True)), 0.0))
+    return _StoredPart(rows, before)
 
 
 def _sparse_preview(part: _StoredPart, groups: list[tuple[Any, ...]], changes: Changes) -> Preview:
@@ -730,8 +726,7 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
             if evaluation_id is not None:
                 groups = _stored_groups(con, run_id, evaluation_id)
             if groups:
-                unclean = _RUN_UNCLEAN.get(run_key, lambda: frozenset(
-                    r[0] for r in con.execute(UNCLEAN_SQL, {"run": run_id}).fetchall()))
+                unclean = _RUN_UNCLEAN.get(run_key, lambda: unclean_ids(con, run_id))
             else:
                 rows = cached_rows(run_key, lambda: read_run(con, run_id))
                 before = base_verdicts(con, run_key, rows, base, ruleset, profile, evaluation_id)
