@@ -26,8 +26,10 @@ from evaluator.store import quote_ident
 from evaluator.types import FLAG_NAMES
 
 WORD = "[0-9A-Za-z_]"
-CLEAN_TEXTS = ("concat_ws(' ', answer, question, template, expected_template, expected_routing, classification, "
-               "gold_json::VARCHAR, ids_json::VARCHAR)")
+# A row is clean when each of its texts is (evaluator/sql/re2.py): its question's, once per
+# question, and its own, each joined into one text scanned once.
+QUESTION_TEXTS = "concat_ws(' ', question, expected_template, expected_routing, gold_json::VARCHAR, ids_json::VARCHAR)"
+RESPONSE_TEXTS = "concat_ws(' ', answer, template, classification)"
 NOT_WORD = "[^0-9A-Za-z_]"
 
 
@@ -69,15 +71,35 @@ def _norm_answer(x: str) -> str:
             f"'[^a-z0-9\\t\\n\\f\\r ]', '', 'g'), '{WS}+'), lambda w: w <> '' AND w NOT IN ('a', 'an', 'the')), ' ')")
 
 
-def _padded_answer(x: str) -> str:
-    """' ' || checks.normalize_answer(x) || ' ' on clean ASCII (one space when it is empty), in
-    three flat replaces: a gold alias (non-empty) occurs as ' alias ' in it exactly when it
-    occurs in the normalised answer (listing the words is 10x slower). A global replace costs
-    per match, so each pattern matches only what must change: punctuation, white space that
-    is not already one space, and runs of articles."""
-    stripped = f"regexp_replace(lower({x}), '[^a-z0-9\\t\\n\\f\\r ]+', '', 'g')"
-    spaced = f"regexp_replace(' ' || {stripped} || ' ', '{WS}{{2,}}|[\\t\\n\\f\\r]', ' ', 'g')"
+def _spaced_answer(x: str) -> str:
+    """' ' || lower-cased ``x`` with its punctuation removed and its white space folded || ' ' on
+    clean ASCII: checks.normalize_answer before it drops the articles. A global replace costs per
+    match, so each pattern matches only what must change, and the fold runs only on a text that
+    has white space other than single spaces (most answers have none)."""
+    stripped = f"' ' || regexp_replace(lower({x}), '[^a-z0-9\\t\\n\\f\\r ]+', '', 'g') || ' '"
+    needs_fold = " OR ".join(["contains(s, '  ')", *(f"contains(s, chr({c}))" for c in (9, 10, 12, 13))])
+    return (f"list_transform([{stripped}], lambda s: CASE WHEN {needs_fold} "
+            f"THEN regexp_replace(s, '{WS}{{2,}}|[\\t\\n\\f\\r]', ' ', 'g') ELSE s END)[1]")
+
+
+def _without_articles(spaced: str) -> str:
+    """' ' || checks.normalize_answer(x) || ' ' (one space when it is empty) from _spaced_answer's
+    ``spaced``: a gold alias (non-empty) occurs as ' alias ' in it exactly when it occurs in the
+    normalised answer (listing the words is 10x slower)."""
     return f"regexp_replace({spaced}, ' (?:(?:a|an|the) )+', ' ', 'g')"
+
+
+def _gold_found(spaced: str) -> str:
+    """Whether a gold alias occurs in the normalised answer, from _spaced_answer's ``spaced``. An
+    alias is one or more words, none of them an article, so it occurs among the words left once
+    the articles are dropped when it occurs in ``spaced`` already; only an alias of two or more
+    words can occur with articles between its words, and only then are the articles dropped."""
+    def found(hay: str) -> str:
+        return f"len(list_filter(gold, lambda a: contains({hay}, ' ' || a || ' '))) > 0"
+
+    return (f"list_transform([{spaced}], lambda s: CASE WHEN {found('s')} THEN true "
+            f"WHEN gold_multi THEN list_transform([{_without_articles('s')}], lambda h: {found('h')})[1] "
+            f"ELSE false END)[1]")
 
 
 def _label(x: str) -> str:
@@ -338,11 +360,12 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
                 f"THEN z[2] ELSE trim(z[1], '[]() ') END)")
         # The id group alone when no match left it empty (the usual case): one extraction, not two.
         cites = (f"(CASE WHEN NOT list_contains(ids_found, '') THEN ids_found ELSE {both} END)" if id_group
-                 else both)
+                 else f"(CASE WHEN regexp_matches(answer, $citation) THEN {both} ELSE []::VARCHAR[] END)")
     else:
         cites = "[]::VARCHAR[]"
-    ids_found = f"regexp_extract_all(answer, $citation, {id_group})" if citation is not None and id_group \
-        else "NULL::VARCHAR[]"
+    # An extraction costs ten times a match: an answer with no citation is only matched.
+    ids_found = (f"(CASE WHEN regexp_matches(answer, $citation) THEN regexp_extract_all(answer, $citation, {id_group}) "
+                 "ELSE []::VARCHAR[] END)") if citation is not None and id_group else "NULL::VARCHAR[]"
     if fw is not None:
         params["fw"] = "^" + WS + "*(?:(?i:" + "|".join(re.escape(w) for w in sorted(fw, key=len, reverse=True)) + \
             ")" + WS + "+)*"
@@ -383,20 +406,38 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     # answers_question reads gold_found only past its T3, empty and refused branches
     gold_needed = "len(gold) > 0 AND NOT is_t3 AND NOT empty AND NOT refused"
     sql = f"""
-WITH base AS (
-  SELECT r.response_id, coalesce(r.answer, '') AS answer, q.question, r.template, q.expected_template,
-         q.expected_routing, r.classification, r.answerable, q.nq,
-         coalesce(json_extract(q.gold_answers::VARCHAR, '$[*].aliases[*]'), []) AS gold_json,
-         coalesce(json_extract(q.expected_ids::VARCHAR, '$[*]'), []) AS ids_json
+WITH resp AS (
+  SELECT r.response_id, r.question_id, coalesce(r.answer, '') AS answer, r.template, r.classification, r.answerable
   FROM responses r
-  JOIN (SELECT *, {_norm("coalesce(question, '')")} AS nq FROM questions WHERE run_id = $run) q
-    ON q.run_id = r.run_id AND q.question_id = r.question_id
   WHERE r.run_id = $run{restrict}{in_range.format(id="r.response_id")}
+), q0 AS (  -- what depends on the question alone, once per question, not once per response
+  SELECT question_id, question, expected_template, expected_routing, {_norm("coalesce(question, '')")} AS nq,
+         coalesce(json_extract(gold_answers::VARCHAR, '$[*].aliases[*]'), []) AS gold_json,
+         coalesce(json_extract(expected_ids::VARCHAR, '$[*]'), []) AS ids_json
+  FROM questions WHERE run_id = $run AND question_id IN (SELECT question_id FROM resp)
+), q1 AS (
+  SELECT *, list_transform(list_filter(gold_json, lambda j: json_type(j) = 'VARCHAR'), lambda j: j ->> '$') AS aliases,
+         list_filter(list_transform(list_filter(ids_json, lambda j: json_type(j) = 'VARCHAR'), lambda j: j ->> '$'),
+                     lambda e: {_label('e')} IS NOT NULL) AS expected,
+         len(list_filter(ids_json, lambda j: json_type(j) NOT IN ('VARCHAR', 'NULL'))) = 0 AS ids_plain
+  FROM q0
+), q2 AS (
+  SELECT *, {gold} AS gold FROM q1
+), qf AS (
+  SELECT * EXCLUDE (gold_json, ids_json, aliases, ids_plain),
+         len(list_filter(gold, lambda a: contains(a, ' '))) > 0 AS gold_multi,
+         {clean_of(QUESTION_TEXTS)} AND ids_plain
+           AND NOT list_contains(list_transform(aliases, lambda a: {_clean('a')}), false)
+           AND NOT list_contains(list_transform(expected, lambda a: {_clean('a')}), false) AS q_clean
+  FROM q2
+), base AS (
+  SELECT r.*, q.* EXCLUDE (question_id)
+  FROM resp r JOIN qf q USING (question_id)
 ), docs AS (  -- each chunk normalised, keyed and gated once, not once per retrieval
   SELECT chunk_key, chunk_id, text, {_norm('text')} AS ntext, {_ckey('kp')} AS key,
          {_clean('chunk_id')} AND {_clean('text')} AS clean
   FROM (SELECT *, {_ckey_parts('chunk_id')} AS kp FROM chunks)
-  WHERE chunk_key IN (SELECT rt.chunk_key FROM retrieved rt JOIN base USING (response_id))
+  WHERE chunk_key IN (SELECT rt.chunk_key FROM retrieved rt JOIN resp USING (response_id))
 ), ret AS (
   SELECT rt.response_id, count(*) AS n_items,
          list(c.chunk_id) FILTER (WHERE c.chunk_id IS NOT NULL) AS ids,
@@ -407,18 +448,13 @@ WITH base AS (
          count(*) FILTER (WHERE rt.score >= $min_score AND NOT isnan(rt.score)) AS n_above,
          bool_and(c.clean AND NOT coalesce(isinf(rt.score), false)) AS ret_clean
   FROM retrieved rt JOIN docs c ON c.chunk_key = rt.chunk_key
-  WHERE rt.response_id IN (SELECT response_id FROM base){in_range.format(id="rt.response_id")}
+  WHERE rt.response_id IN (SELECT response_id FROM resp){in_range.format(id="rt.response_id")}
   GROUP BY rt.response_id
 ), f0 AS (
   SELECT b.*, coalesce(n_items, 0) AS n_items, coalesce(ids, []) AS ids, coalesce(keys, []) AS keys,
          coalesce(keys_null, false) AS keys_null,
          coalesce(n_scores, 0) AS n_scores, best, coalesce(n_above, 0) AS n_above,
-         list_transform(list_filter(gold_json, lambda j: json_type(j) = 'VARCHAR'), lambda j: j ->> '$') AS aliases,
-         list_filter(list_transform(list_filter(ids_json, lambda j: json_type(j) = 'VARCHAR'), lambda j: j ->> '$'),
-                     lambda e: {_label('e')} IS NOT NULL) AS expected,
-         len(list_filter(ids_json, lambda j: json_type(j) NOT IN ('VARCHAR', 'NULL'))) = 0 AS ids_plain,
-         -- one scan of the texts joined: clean exactly when each of them is
-         coalesce(ret_clean, true) AND {clean_of(CLEAN_TEXTS)} AS clean,
+         coalesce(ret_clean, true) AND q_clean AND {clean_of(RESPONSE_TEXTS)} AS clean,
          {is_t3} AS is_t3,
          regexp_full_match(answer, '{WS}*') AS empty
   FROM base b LEFT JOIN ret USING (response_id)
@@ -427,22 +463,17 @@ WITH base AS (
          {" OR ".join(f"coalesce({h}, false)" for h in (hit["refusal"],))} AS h_refusal,
          coalesce({hit['phrases']}, false) AS h_phrases,
          ({" OR ".join(f"coalesce({x}, false)" for x in refused)}) AS refused,
-         {gold} AS gold,
          {cands} AS cands
   FROM (SELECT *, {ids_found} AS ids_found FROM f0)
 ), {_unverified_ctes(exempt)}, f2 AS (
   SELECT f1.*, unv.unverified,
          list_transform(cites, lambda c: {_retrieved('c')}) AS cite_ok,
          list_transform(expected, lambda c: {_retrieved('c')}) AS expected_ok,
-         CASE WHEN {gold_needed} THEN len(list_filter(gold, lambda a: contains(words, ' ' || a || ' '))) > 0
-           ELSE false END AS gold_found
-  FROM (SELECT *, CASE WHEN {gold_needed} THEN {_padded_answer('answer')} END AS words FROM f1) f1
-  LEFT JOIN unv USING (response_id)
+         CASE WHEN {gold_needed} THEN {_gold_found(_spaced_answer('answer'))} ELSE false END AS gold_found
+  FROM f1 LEFT JOIN unv USING (response_id)
 ), f3 AS (
   SELECT *,
-         clean AND ids_plain AND NOT list_contains(list_transform(aliases, lambda a: {_clean('a')}), false)
-           AND NOT list_contains(list_transform(expected, lambda a: {_clean('a')}), false)
-           AND NOT list_contains(list_transform(cite_ok, lambda x: x IS NULL), true)
+         clean AND NOT list_contains(list_transform(cite_ok, lambda x: x IS NULL), true)
            AND NOT list_contains(list_transform(expected_ok, lambda x: x IS NULL), true) AS decided,
          cites[list_position(cite_ok, 0)] AS bad_cite,
          len(expected) > 0 AND NOT list_contains(expected_ok, 1) AS missing,
