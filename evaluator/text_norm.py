@@ -11,6 +11,9 @@ _QUOTE_MAP = {
     "\u201c": '"', "\u201d": '"', "\u201e": '"', "\u201f": '"', "\u2033": '"', "\uff02": '"',
 }
 
+# The map as two strings of the same length, character for character (the SQL engine's translate).
+CURLY_QUOTES, STRAIGHT_QUOTES = "".join(_QUOTE_MAP), "".join(_QUOTE_MAP.values())
+
 
 def straighten(text: str) -> str:
     """Curly quotes and apostrophes -> straight ones; same length, same offsets."""

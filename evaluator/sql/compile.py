@@ -5,10 +5,12 @@ check's and flag's decision over them is its registered SQL form, written beside
 form in evaluator/checks.py and evaluator/flags.py. ``compile_run(rules, ruleset, profile)``
 returns the SQL and its named parameters, or None when some rule cannot run as RE2 with the
 meaning it has in Python, or a check or flag has no SQL form (then Python decides every row).
-The query yields, per response, ``decided`` (SQL may decide it: clean ASCII text, every
-citation id comparable; see re2.py) and, for decided rows, each check's verdict and reason and
-each flag's severity (NULL: not raised). Undecided rows go to the Python reference: "SQL
-proposes, Python decides". Every feature mirrors evaluator.checks.Context.
+The query yields, per response, ``decided`` (SQL may decide it: clean ASCII text - the answer
+once its curly quotes are straightened, as Python matches it, unless the unverified term a
+reason quotes holds a quote -, every citation id comparable; see re2.py) and, for decided
+rows, each check's verdict and reason and each flag's severity (NULL: not raised). Undecided
+rows go to the Python reference: "SQL proposes, Python decides". Every feature mirrors
+evaluator.checks.Context.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.sql.fragments import NA, WS, SqlCase, pair
 from evaluator.sql.re2 import CLEAN_SQL, clean_of, min_width, to_re2
 from evaluator.store import quote_ident
+from evaluator.text_norm import CURLY_QUOTES, STRAIGHT_QUOTES
 from evaluator.types import FLAG_NAMES
 
 WORD = "[0-9A-Za-z_]"
@@ -345,6 +348,7 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     if fw is not None and not all(w.isascii() for w in fw):
         return None
     params: dict[str, Any] = {f"rx_{k}": v for k, v in cats.items() if v}
+    params.update(curly=CURLY_QUOTES, straight=STRAIGHT_QUOTES)
     params.update(price=price, noun=noun, min_score=rules.min_score, thr=f"{rules.min_score:g}",
                   allowlist=sorted(prof.allowlist) or [""], has_allow=bool(prof.allowlist), nar=p.not_applicable_reason,
                   route_keys=list(comp.routes) or [""], route_vals=list(comp.routes.values()) or [""])
@@ -406,9 +410,10 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     # answers_question reads gold_found only past its T3, empty and refused branches
     gold_needed = "len(gold) > 0 AND NOT is_t3 AND NOT empty AND NOT refused"
     sql = f"""
-WITH resp AS (
-  SELECT r.response_id, r.question_id, coalesce(r.answer, '') AS answer, r.template, r.classification, r.answerable
-  FROM responses r
+WITH resp AS (  -- the answer straightened, as Python matches it (text_norm.straighten)
+  SELECT r.response_id, r.question_id, r.template, r.classification, r.answerable,
+         CASE WHEN strlen(a) = length(a) THEN a ELSE translate(a, $curly, $straight) END AS answer
+  FROM (SELECT *, coalesce(answer, '') AS a FROM responses) r
   WHERE r.run_id = $run{restrict}{in_range.format(id="r.response_id")}
 ), q0 AS (  -- what depends on the question alone, once per question, not once per response
   SELECT question_id, question, expected_template, expected_routing, {_norm("coalesce(question, '')")} AS nq,
@@ -474,7 +479,9 @@ WITH resp AS (
 ), f3 AS (
   SELECT *,
          clean AND NOT list_contains(list_transform(cite_ok, lambda x: x IS NULL), true)
-           AND NOT list_contains(list_transform(expected_ok, lambda x: x IS NULL), true) AS decided,
+           AND NOT list_contains(list_transform(expected_ok, lambda x: x IS NULL), true)
+           -- a reason quotes the unverified term as the answer has it, where a quote may be curly
+           AND NOT coalesce(contains(unverified.t, '''') OR contains(unverified.t, '"'), false) AS decided,
          cites[list_position(cite_ok, 0)] AS bad_cite,
          len(expected) > 0 AND NOT list_contains(expected_ok, 1) AS missing,
          'none of the expected shlokas (' || array_to_string(expected[1:3], ', ')

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from evaluator.ingest import ingest_file
-from evaluator.rules import load_rules
+from evaluator.rules import load_rules, rules_from_text
 from evaluator.sql.engine import evaluate_run_sql, verify
 from evaluator.store import connect
 
@@ -92,3 +92,39 @@ def test_a_gold_answer_of_two_words_is_found_with_only_articles_between_them(tmp
                                                  for k in ("response_id", "check_name", "verdict")), strict=True)
                 if name == "answers_question"}
     assert {answer: verdicts[ids[answer]] for answer in answers} == answers
+
+
+def test_answers_with_curly_quotes_are_decided_in_sql_as_python_decides_them(tmp_path):
+    """Python matches the rules on the straightened answer (text_norm.straighten), and so does the
+    SQL engine: an answer whose only non-ASCII characters are curly quotes is decided in SQL."""
+    answers = ["I don\u2019t know.", "Rama\u2019s bow [Bala-Kanda 18.10] \u201cquoted\u201d",
+               "That\u2019s the \u2018Moving Average\u2019 at $12/month [Bala-Kanda 18.10]"]
+    rows = [{"question": "Who is there?", "answer": answer, "template": "T1", "expected_template": "T1",
+             "gold_answers": [["Rama's bow"]], "retrieved": [{"id": "Bala-Kanda 18.10", "text": "Rama", "score": 0.9}]}
+            for answer in answers]
+    db, run_id = _ingested(tmp_path, rows)
+    with connect(db) as con:
+        for profile in RULES.profile_names:
+            run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile=profile)
+            assert (run.n_sql, run.n_python) == (3, 0)
+            verify(con, run, 10**9, ruleset="t3_aware", rules=RULES, profile=profile)
+
+
+def test_an_unverified_term_with_a_quote_is_left_to_python(tmp_path):
+    """A reason quotes the unverified term as the answer writes it, curly quotes and all: a term
+    holding a quote is left to Python, which quotes it so."""
+    text = (Path(__file__).resolve().parents[2] / "evaluator" / "default_rules.toml").read_text(encoding="utf-8")
+    old = r"""pattern = '\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b'"""
+    assert old in text
+    rules = rules_from_text(text.replace(old, r"""pattern = "\\b[A-Z][a-z]+'[a-z]+\\b" """), "quotes.toml")
+    rows = [{"question": "Who?", "answer": answer, "template": "T1", "expected_template": "T1"}
+            for answer in ("Rama\u2019s bow", "Rama's bow", "no names here")]
+    db, run_id = _ingested(tmp_path, rows)
+    with connect(db) as con:
+        run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=rules, profile="ramayana")
+        assert (run.n_sql, run.n_python) == (1, 2)
+        verify(con, run, 10**9, ruleset="t3_aware", rules=rules, profile="ramayana")
+    reasons = {reason for name, reason in zip(run.checks.column("check_name").to_pylist(),
+                                              run.checks.column("reason").to_pylist(), strict=True)
+               if name == "no_hallucination"}
+    assert "proper noun 'Rama\u2019s' is not in the retrieved documents" in reasons
