@@ -27,8 +27,10 @@ from evaluator.types import FLAG_NAMES, GoldClaim, ResponseEvaluation, ResponseI
 from evaluator.workers import die_with_parent, worker_pool
 
 BATCH_ROWS = 20_000
+FLUSH_ROWS = 100_000  # evaluated responses held in memory before they are written
 STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's sequence gives the real one
 PARALLEL_FROM = 50_000  # below this, a process pool costs more than it saves
+PYTHON_PARALLEL_FROM = 10_000  # the rows the SQL engine leaves to Python: in a pool from this many
 SPANS_UP_TO = 100_000  # store highlight spans for runs up to this size; bigger runs compute them on display
 # python: the reference (stores highlight spans); sql: evaluator.sql (DuckDB decides, Python the
 # rest; no spans, several times less CPU); auto: python when spans are stored, else sql.
@@ -246,6 +248,16 @@ def _evaluate_batch(batch: _Batch) -> _Results:
 # --- store side ------------------------------------------------------------------------------
 
 
+def _id_batches(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int], rows: int) -> Iterator[_Batch]:
+    """These responses in batches of ``rows``, each as three flat Arrow tables."""
+    ids = sorted(int(i) for i in response_ids)
+    for lo in range(0, len(ids), rows):
+        params = {"ids": ids[lo : lo + rows]}
+        yield (con.sql(IDS_ROWS_SQL, params=params).to_arrow_table(),
+               con.sql(IDS_RETRIEVED_SQL, params=params).to_arrow_table(),
+               con.sql(IDS_CHUNKS_SQL, params=params).to_arrow_table())
+
+
 def _flat_batches(con: duckdb.DuckDBPyConnection, run_id: int) -> Iterator[_Batch]:
     """The run in batches of BATCH_ROWS responses, each as three flat Arrow tables."""
     starts = [row[0] for row in con.execute(BATCH_BOUNDS_SQL, {"run": run_id, "batch_rows": BATCH_ROWS}).fetchall()]
@@ -344,7 +356,8 @@ def recompute(
             if engine == "auto":
                 engine = "python" if with_spans else "sql"
             if engine == "sql":
-                sql = _SqlRecompute(rules, ruleset, profile, run_id, progress=progress, label=run_name, total=n)
+                sql = _SqlRecompute(rules, ruleset, profile, run_id, progress=progress, label=run_name, total=n,
+                                    workers=workers)
                 sql.plan(con, verify_n)
             else:
                 snapshot_run(con, run_id, stage)
@@ -398,12 +411,12 @@ def evaluate_into(
         held = 0
         questions = con.sql(RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
         init_args = (rules.text, rules.source, ruleset, profile, with_spans, questions, os.getpid())
-        for results in _evaluate_all(con, run_id, init_args, workers):
+        for results in _evaluate_all(_flat_batches(con, run_id), init_args, workers):
             done.append(results)
             held += results[2].num_rows
             if bar is not None:
                 bar.update(results[2].num_rows)
-            if held >= 100_000:
+            if held >= FLUSH_ROWS:
                 _flush(con, done, evaluation_id)
                 held = 0
         _flush(con, done, evaluation_id)
@@ -446,8 +459,9 @@ class _SqlRecompute:
     own progress through the queries (90% of it), then the rest."""
 
     def __init__(self, rules: Rules, ruleset: str, profile: str, run_id: int, *, progress: bool, label: str,
-                 total: int) -> None:
+                 total: int, workers: int | None = None) -> None:
         self.rules, self.ruleset, self.profile, self.run_id, self.total = rules, ruleset, profile, run_id, total
+        self.workers = workers  # for the rows left to Python; None: by their number
         self.started = time.perf_counter()
         self.bar = _progress_bar(progress, total, label, ruleset)
         self.sample: list[int] = []
@@ -509,15 +523,12 @@ class _SqlRecompute:
 
     def finish(self, stage: Stage, verify_n: int) -> None:
         """On the staging file: Python decides what SQL left, then the sample is verified."""
-        from evaluator.sql.engine import SqlRun, python_tables, verify
+        from evaluator.sql.engine import SqlRun, verify
 
         scon = stage.connect()
         try:
             with atomic(scon):
-                if self.undecided:
-                    checks, overall, flags = python_tables(scon, self.undecided, ruleset=self.ruleset,
-                                                           rules=self.rules, profile=self.profile)
-                    _flush(scon, [(checks, flags, overall)], STAGED_EVALUATION_ID)
+                self._python_decides(scon)
                 n = int(fetch_value(scon, "SELECT count(*) FROM response_results WHERE evaluation_id = $e",
                                     {"e": STAGED_EVALUATION_ID}))
                 _insert_evaluation(scon, STAGED_EVALUATION_ID, self.run_id, self.ruleset, self.rules, self.profile,
@@ -539,6 +550,27 @@ class _SqlRecompute:
         finally:
             scon.close()
         self.evaluated_at = time.perf_counter()  # the duration is the evaluation's, not the wait for the store
+
+    def _python_decides(self, scon: duckdb.DuckDBPyConnection) -> None:
+        """The Python reference evaluates the rows SQL left (on the staging file, which holds them),
+        in a process pool when there are many (answers with accents or dashes can be most of a run)."""
+        if not self.undecided:
+            return
+        workers = self.workers if self.workers is not None else (
+            min(os.cpu_count() or 1, 4) if len(self.undecided) >= PYTHON_PARALLEL_FROM else 1)
+        questions = scon.sql(RUN_QUESTIONS_SQL, params={"run": self.run_id}).to_arrow_table()
+        init_args = (self.rules.text, self.rules.source, self.ruleset, self.profile, False, questions, os.getpid())
+        done: list[_Results] = []
+        held = 0
+        # smaller batches than a whole run's: a few batches would leave a worker idle at the end
+        batches = _id_batches(scon, self.undecided, max(1, min(BATCH_ROWS, len(self.undecided) // (4 * workers))))
+        for results in _evaluate_all(batches, init_args, workers):
+            done.append(results)
+            held += results[2].num_rows
+            if held >= FLUSH_ROWS:
+                _flush(scon, done, STAGED_EVALUATION_ID)
+                held = 0
+        _flush(scon, done, STAGED_EVALUATION_ID)
 
     def counted(self, con: duckdb.DuckDBPyConnection, evaluation_id: int) -> float:
         """In the write window's transaction, once the evaluation is copied in: its counts and
@@ -566,18 +598,16 @@ def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: 
             con.unregister("evaluated_rows")
 
 
-def _evaluate_all(
-    con: duckdb.DuckDBPyConnection, run_id: int, init_args: tuple[Any, ...], workers: int
-) -> Iterator[_Results]:
+def _evaluate_all(batches: Iterator[_Batch], init_args: tuple[Any, ...], workers: int) -> Iterator[_Results]:
     if workers <= 1:
         _init_worker(*(init_args[:-1] + (None,)))  # in this process: no parent to watch
-        for batch in _flat_batches(con, run_id):
+        for batch in batches:
             yield _evaluate_batch(batch)
         return
     # An early end (SIGTERM, Ctrl-C, an error) kills the workers instead of waiting for their batches.
     with worker_pool(workers, _init_worker, init_args) as pool:
         pending = []
-        for batch in _flat_batches(con, run_id):
+        for batch in batches:
             pending.append(pool.submit(_evaluate_batch, batch))
             if len(pending) > workers * 2:  # bound memory: keep a few batches in flight
                 yield pending.pop(0).result()

@@ -139,6 +139,22 @@ def test_recompute_engine_sql_decided_on_the_store_stores_the_python_outcomes(sa
                            {"e": b}).fetchone() == (len(_outcomes(con, a)), False)
 
 
+def test_the_rows_sql_leaves_to_python_are_evaluated_in_a_process_pool_as_by_the_reference(sample_store, monkeypatch):
+    # --workers 2 (by default from PYTHON_PARALLEL_FROM rows on): the Python path's pool evaluates
+    # them, in batches of at most two here so that both workers get some
+    from evaluator import recompute as recompute_module
+
+    monkeypatch.setattr(recompute_module, "BATCH_ROWS", 2)
+    python = recompute_module.recompute(sample_store, "clearpath", "t3_aware", engine="python")
+    sql = recompute_module.recompute(sample_store, "clearpath", "t3_aware", engine="sql", workers=2)
+    with connect(sample_store) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'clearpath'").fetchall()[0][0]
+        left = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath").n_python
+        assert left > 1
+        assert _stored(con, python.evaluation_id) == _stored(con, sql.evaluation_id)
+        assert _outcomes(con, python.evaluation_id) == _outcomes(con, sql.evaluation_id)
+
+
 @pytest.mark.parametrize("chunk_rows", [1, 7])
 def test_a_run_decided_in_chunks_is_decided_as_in_one_query(sample_store, chunk_rows):
     with connect(sample_store) as con:
