@@ -28,6 +28,12 @@ CLEAN_SQL = (f"(strlen({_TEXT}) = length({_TEXT}) AND NOT ("
              + " OR ".join(f"contains({_TEXT}, chr({c}))" for c in _CONTROL) + "))")
 
 
+# Non-ASCII punctuation an answer may hold and still be decided in SQL (LLM answers are full of
+# dashes and ellipses): no character here is a word, digit or space character for Python's
+# Unicode classes or RE2's ASCII ones, none has a case, and both engines' normalize_answer drop
+# them (tests/evaluator/sql/test_re2_clean.py checks each). The gate tests the answer without them.
+ANSWER_PUNCTUATION = "\u2010\u2011\u2012\u2013\u2014\u2015\u2026\u2022\u00b7\u2212\u2192\u00d7\u00b0"
+
 
 def clean_of(expr: str) -> str:
     """CLEAN_SQL of a computed expression (not a column), computed once: DuckDB would otherwise

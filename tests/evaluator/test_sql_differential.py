@@ -26,6 +26,8 @@ FRAGMENTS = [
     "a the sandals", "The, sandals!", "Dash-aratha", "the\tsandals", "an  a", "$12 / month", "\r\n\t ",
     # a gold answer of two words with articles, or another word, between them
     "Rama the Dasharatha", "rama, an\tA Dasharatha", "Rama of Dasharatha",
+    # the punctuation LLM answers are full of (evaluator/sql/re2.py ANSWER_PUNCTUATION)
+    "Rama\u2014Dasharatha", "wait\u2026", "\u2022 $12/month", "\u2013 The Moving Average\u2014", "x\u00d7y",
 ]
 text = st.one_of(
     st.lists(st.sampled_from(FRAGMENTS), max_size=12).map(" ".join),
@@ -128,3 +130,20 @@ def test_an_unverified_term_with_a_quote_is_left_to_python(tmp_path):
                                               run.checks.column("reason").to_pylist(), strict=True)
                if name == "no_hallucination"}
     assert "proper noun 'Rama\u2019s' is not in the retrieved documents" in reasons
+
+
+def test_answers_with_dashes_and_ellipses_are_decided_in_sql_as_python_decides_them(tmp_path):
+    """Dashes, ellipses, bullets and the like (ANSWER_PUNCTUATION) mean the same in both engines:
+    an answer holding them (and curly quotes) is decided in SQL; one with an accent is not."""
+    answers = ["Rama\u2014the prince\u2014went \u2026 [Bala-Kanda 18.10]", "\u2022 Rama\u2019s bow \u2013 $12/month",
+               "The Moving\u2014Average \u00d7 3 at 40\u00b0", "I cannot help\u2026 caf\u00e9"]
+    retrieved = [{"id": "Bala-Kanda 18.10", "text": "Rama", "score": 0.9}]
+    rows = [{"question": "Who is there?", "answer": answer, "template": "T1", "expected_template": "T1",
+             "gold_answers": [["Rama the prince"]], "retrieved": retrieved} for answer in answers]
+    db, run_id = _ingested(tmp_path, rows)
+    with connect(db) as con:
+        for profile in RULES.profile_names:
+            for ruleset in RULES.ruleset_names:
+                run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=RULES, profile=profile)
+                assert (run.n_sql, run.n_python) == (3, 1)
+                verify(con, run, 10**9, ruleset=ruleset, rules=RULES, profile=profile)
