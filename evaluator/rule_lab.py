@@ -258,7 +258,9 @@ def read_run(con: duckdb.DuckDBPyConnection, run_id: int) -> RunRows:
                    t.column("provider").to_pylist(), t.column("template_group").to_pylist(), unclean_ids(con, run_id))
 
 
-# The run's responses whose answer is not clean ASCII (evaluator.sql.re2): Python decides them.
+# The run's responses whose answer is not clean ASCII (evaluator.sql.re2 CLEAN_SQL): a changed
+# pattern or name may match them unlike RE2 on the stored answer (Python matches curly quotes as
+# straight ones), so an edit of patterns or names evaluates them all again.
 UNCLEAN_SQL = f"SELECT response_id FROM responses WHERE run_id = $run AND NOT {CLEAN_SQL.format(x='answer')}"
 
 

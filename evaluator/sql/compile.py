@@ -23,19 +23,16 @@ from typing import Any
 from evaluator.registry import FLAG, Entry, check_entries, flag_entries
 from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.sql.fragments import NA, WS, SqlCase, pair
-from evaluator.sql.re2 import ANSWER_PUNCTUATION, CLEAN_SQL, clean_of, min_width, to_re2
+from evaluator.sql.re2 import ANSWER_PARAMS, CLEAN_SQL, answer_gate, clean_of, min_width, straightened, to_re2
 from evaluator.store import quote_ident
-from evaluator.text_norm import CURLY_QUOTES, STRAIGHT_QUOTES
 from evaluator.types import FLAG_NAMES
 
 WORD = "[0-9A-Za-z_]"
 # A row is clean when each of its texts is (evaluator/sql/re2.py): its question's, once per
-# question, and its own, each joined into one text scanned once; the answer's without the
-# punctuation both engines treat alike (ANSWER_PUNCTUATION, deleted by the translate: ``$punct``
-# has no counterpart in ``$straight``), its curly quotes straightened.
+# question, and its own, each joined into one text scanned once; the answer as the gate tests it
+# (re2.answer_gate).
 QUESTION_TEXTS = "concat_ws(' ', question, expected_template, expected_routing, gold_json::VARCHAR, ids_json::VARCHAR)"
-RESPONSE_TEXTS = ("concat_ws(' ', CASE WHEN strlen(a) = length(a) THEN a "
-                  "ELSE translate(a, $curly || $punct, $straight) END, template, classification)")
+RESPONSE_TEXTS = f"concat_ws(' ', {answer_gate('a')}, template, classification)"
 NOT_WORD = "[^0-9A-Za-z_]"
 
 
@@ -351,7 +348,7 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     if fw is not None and not all(w.isascii() for w in fw):
         return None
     params: dict[str, Any] = {f"rx_{k}": v for k, v in cats.items() if v}
-    params.update(curly=CURLY_QUOTES, straight=STRAIGHT_QUOTES, punct=ANSWER_PUNCTUATION)
+    params.update(ANSWER_PARAMS)
     params.update(price=price, noun=noun, min_score=rules.min_score, thr=f"{rules.min_score:g}",
                   allowlist=sorted(prof.allowlist) or [""], has_allow=bool(prof.allowlist), nar=p.not_applicable_reason,
                   route_keys=list(comp.routes) or [""], route_vals=list(comp.routes.values()) or [""])
@@ -415,7 +412,7 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     sql = f"""
 WITH resp AS (  -- the answer straightened, as Python matches it (text_norm.straighten)
   SELECT r.response_id, r.question_id, r.template, r.classification, r.answerable,
-         CASE WHEN strlen(a) = length(a) THEN a ELSE translate(a, $curly, $straight) END AS answer,
+         {straightened('a')} AS answer,
          {clean_of(RESPONSE_TEXTS)} AS r_clean
   FROM (SELECT *, coalesce(answer, '') AS a FROM responses) r
   WHERE r.run_id = $run{restrict}{in_range.format(id="r.response_id")}

@@ -18,6 +18,8 @@ import re
 
 import duckdb
 
+from evaluator.text_norm import CURLY_QUOTES, STRAIGHT_QUOTES
+
 # A row's text may be decided in SQL only when it is made of [\t\n\f\r -~]: as many bytes as
 # characters (ASCII) and none of the other control characters (Python's str.split() and RE2
 # disagree on some). A scan per control character (memchr) costs a third of one regexp_matches
@@ -33,6 +35,20 @@ CLEAN_SQL = (f"(strlen({_TEXT}) = length({_TEXT}) AND NOT ("
 # Unicode classes or RE2's ASCII ones, none has a case, and both engines' normalize_answer drop
 # them (tests/evaluator/sql/test_re2_clean.py checks each). The gate tests the answer without them.
 ANSWER_PUNCTUATION = "\u2010\u2011\u2012\u2013\u2014\u2015\u2026\u2022\u00b7\u2212\u2192\u00d7\u00b0"
+# The parameters of ``straightened`` and ``answer_gate``.
+ANSWER_PARAMS = {"curly": CURLY_QUOTES, "straight": STRAIGHT_QUOTES, "punct": ANSWER_PUNCTUATION}
+
+
+def straightened(x: str) -> str:
+    """SQL: the answer ``x`` (a column, not NULL) with its curly quotes straightened, as both
+    engines match the rules on it (text_norm.straighten); a plain ASCII one is left as it is."""
+    return f"CASE WHEN strlen({x}) = length({x}) THEN {x} ELSE translate({x}, $curly, $straight) END"
+
+
+def answer_gate(x: str) -> str:
+    """SQL: the answer ``x`` (a column, not NULL) as the clean gate tests it: straightened and
+    without ANSWER_PUNCTUATION (deleted: ``$punct`` has no counterpart in ``$straight``)."""
+    return f"CASE WHEN strlen({x}) = length({x}) THEN {x} ELSE translate({x}, $curly || $punct, $straight) END"
 
 
 def clean_of(expr: str) -> str:
