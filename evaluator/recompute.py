@@ -160,13 +160,17 @@ def spans_json(spans: Sequence[Span]) -> str:
 _WORKER: dict[str, Any] = {}
 
 
+def _worker_state(rules_text: str, rules_source: str, ruleset: str, profile: str, with_spans: bool,
+                  questions: pa.Table) -> dict[str, Any]:
+    """What evaluating a batch needs, built once per worker (or per evaluation in this process)."""
+    return {"rules": rules_from_text(rules_text, rules_source), "ruleset": ruleset, "profile": profile,
+            "with_spans": with_spans, "questions": _question_columns(questions)}
+
+
 def _init_worker(rules_text: str, rules_source: str, ruleset: str, profile: str, with_spans: bool,
                  questions: pa.Table, parent_pid: int | None) -> None:
     die_with_parent(parent_pid)
-    _WORKER.update(
-        rules=rules_from_text(rules_text, rules_source), ruleset=ruleset, profile=profile, with_spans=with_spans,
-        questions=_question_columns(questions),
-    )
+    _WORKER.update(_worker_state(rules_text, rules_source, ruleset, profile, with_spans, questions))
 
 
 def _question_columns(questions: pa.Table) -> dict[str, dict[str, Any]]:
@@ -228,17 +232,19 @@ def _batch_inputs(batch: _Batch, questions: dict[str, dict[str, Any]] | None = N
     return c["response_id"], inputs
 
 
-def _evaluate_batch(batch: _Batch) -> _Results:
-    """Worker: evaluate one flat batch; the results go back as Arrow tables (cheap to send)."""
-    ids, inputs = _batch_inputs(batch, _WORKER["questions"])
-    rules: Rules = _WORKER["rules"]
-    if _WORKER["with_spans"]:
+def _evaluate_batch(batch: _Batch, state: dict[str, Any] | None = None) -> _Results:
+    """Worker: evaluate one flat batch; the results go back as Arrow tables (cheap to send).
+    ``state``: _worker_state's (None: the worker's own, from _init_worker)."""
+    state = _WORKER if state is None else state
+    ids, inputs = _batch_inputs(batch, state["questions"])
+    rules: Rules = state["rules"]
+    if state["with_spans"]:
         results = [
-            evaluate(resp, ruleset=_WORKER["ruleset"], rules=rules, profile=_WORKER["profile"], with_spans=True)
+            evaluate(resp, ruleset=state["ruleset"], rules=rules, profile=state["profile"], with_spans=True)
             for resp in inputs
         ]
     else:
-        results = evaluate_batch(inputs, ruleset=_WORKER["ruleset"], rules=rules, profile=_WORKER["profile"])
+        results = evaluate_batch(inputs, ruleset=state["ruleset"], rules=rules, profile=state["profile"])
     columns = _ResultColumns()
     for response_id, result in zip(ids, results, strict=True):
         columns.add(response_id, result)
@@ -553,11 +559,12 @@ class _SqlRecompute:
 
     def _python_decides(self, scon: duckdb.DuckDBPyConnection) -> None:
         """The Python reference evaluates the rows SQL left (on the staging file, which holds them),
-        in a process pool when there are many (answers with accents or dashes can be most of a run)."""
+        in a process pool when there are many (answers with accents or in other scripts can be most
+        of a run)."""
         if not self.undecided:
             return
-        workers = self.workers if self.workers is not None else (
-            min(os.cpu_count() or 1, 4) if len(self.undecided) >= PYTHON_PARALLEL_FROM else 1)
+        workers = max(1, self.workers if self.workers is not None else (
+            min(os.cpu_count() or 1, 4) if len(self.undecided) >= PYTHON_PARALLEL_FROM else 1))
         questions = scon.sql(RUN_QUESTIONS_SQL, params={"run": self.run_id}).to_arrow_table()
         init_args = (self.rules.text, self.rules.source, self.ruleset, self.profile, False, questions, os.getpid())
         done: list[_Results] = []
@@ -600,9 +607,11 @@ def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: 
 
 def _evaluate_all(batches: Iterator[_Batch], init_args: tuple[Any, ...], workers: int) -> Iterator[_Results]:
     if workers <= 1:
-        _init_worker(*(init_args[:-1] + (None,)))  # in this process: no parent to watch
+        # In this process, with state of its own: evaluations in other threads (the dashboard's
+        # recomputes) must not see it, as they would the module's _WORKER.
+        state = _worker_state(*init_args[:-1])
         for batch in batches:
-            yield _evaluate_batch(batch)
+            yield _evaluate_batch(batch, state)
         return
     # An early end (SIGTERM, Ctrl-C, an error) kills the workers instead of waiting for their batches.
     with worker_pool(workers, _init_worker, init_args) as pool:

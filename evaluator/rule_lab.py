@@ -247,7 +247,7 @@ class RunRows:
     question_ids: list[str]
     providers: list[str]
     groups: list[str]
-    unclean: frozenset[int]  # the responses whose answer is not clean ASCII (evaluator.sql.re2): Python decides them
+    unclean: frozenset[int]  # the responses whose answer is not clean ASCII (UNCLEAN_SQL): evaluated again on each edit
 
 
 def read_run(con: duckdb.DuckDBPyConnection, run_id: int) -> RunRows:

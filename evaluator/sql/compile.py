@@ -6,8 +6,9 @@ form in evaluator/checks.py and evaluator/flags.py. ``compile_run(rules, ruleset
 returns the SQL and its named parameters, or None when some rule cannot run as RE2 with the
 meaning it has in Python, or a check or flag has no SQL form (then Python decides every row).
 The query yields, per response, ``decided`` (SQL may decide it: clean ASCII text - the answer
-once its curly quotes are straightened, as Python matches it, unless the unverified term a
-reason quotes holds a quote -, every citation id comparable; see re2.py) and, for decided
+once its curly quotes are straightened, as Python matches it, and without ANSWER_PUNCTUATION,
+unless the unverified term a reason quotes holds a quote -, every citation id comparable; see
+re2.py) and, for decided
 rows, each check's verdict and reason and each flag's severity (NULL: not raised). Undecided
 rows go to the Python reference: "SQL proposes, Python decides". Every feature mirrors
 evaluator.checks.Context.
@@ -292,7 +293,7 @@ def allowlist_pieces(names: tuple[str, ...]) -> list[list[str]] | None:
     to a '/': it removes or turns into one space only white space, so two characters adjacent in
     n, neither ' ' nor '/', were adjacent in lower(c). Each piece of n is thus a substring of
     lower(c), itself a substring of lower(answer). A non-ASCII n is never norm_term of ASCII
-    text (skipped: answers that are not ASCII fail the clean gate and are re-evaluated anyway)."""
+    text (skipped: the Rule lab evaluates every answer that is not ASCII again, rule_lab.UNCLEAN_SQL)."""
     pieces = []
     for name in names:
         if not name.isascii():
@@ -371,8 +372,11 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     ids_found = (f"(CASE WHEN regexp_matches(answer, $citation) THEN regexp_extract_all(answer, $citation, {id_group}) "
                  "ELSE []::VARCHAR[] END)") if citation is not None and id_group else "NULL::VARCHAR[]"
     if fw is not None:
-        params["fw"] = "^" + WS + "*(?:(?i:" + "|".join(re.escape(w) for w in sorted(fw, key=len, reverse=True)) + \
-            ")" + WS + "+)*"
+        # A function word is compared with one word of the candidate (checks._leading_function_words):
+        # one that is empty or holds white space never equals one.
+        words = sorted((w for w in fw if w and not any(c.isspace() for c in w)), key=len, reverse=True)
+        params["fw"] = "^" + WS + "*" + (("(?:(?i:" + "|".join(re.escape(w) for w in words) + ")" + WS + "+)*")
+                                         if words else "")
         nouns = ("list_filter(list_transform(regexp_extract_all(answer, $noun), lambda t: "
                  "substr(t, length(regexp_extract(t, $fw)) + 1)), "
                  "lambda t: len(regexp_extract_all(t, '[^\\t\\n\\f\\r ]+')) >= 2)")

@@ -6,7 +6,8 @@ returning one SQL expression over the per-response features that evaluator/sql/c
 computes. A check's expression yields ``{'v': verdict, 'r': reason}`` (``pair``); a flag's yields
 its severity, or NULL when it is not raised.
 
-The features (columns) an expression may read, all on clean ASCII rows (see compile.py):
+The features (columns) an expression may read, all on clean rows (clean ASCII, but for the answer's
+curly quotes, read straightened, and ANSWER_PUNCTUATION: see compile.py and re2.py):
 - routing: ``er``/``et`` expected routing/template, ``act_c``/``act_t`` classification/template
   (trimmed, NULL when blank), ``pe``/``pa`` the expected/actual pair compared, ``pe_n``/``pa_n``
   the same through the rules' routes;

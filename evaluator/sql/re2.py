@@ -4,7 +4,10 @@ The SQL engine decides only rows whose text is "clean ASCII" (``CLEAN_SQL``): pr
 ASCII plus tab, newline, carriage return and form feed. On such text Python's Unicode
 ``\\w``, ``\\d``, ``\\b`` and ``\\s`` equal RE2's ASCII ones (the characters where they
 differ - vertical tab, \\x1c-\\x1f, everything non-ASCII - are outside the gate), and
-IGNORECASE folds only ASCII letters in both engines when the pattern is ASCII.
+IGNORECASE folds only ASCII letters in both engines when the pattern is ASCII. The answer is
+gated once its curly quotes are straightened (both engines match it so: ``straightened``) and
+without ``ANSWER_PUNCTUATION``, characters that are none of those classes in either engine
+(``answer_gate``).
 
 ``to_re2`` accepts a pattern only when every construct in it has that same meaning, and
 returns None otherwise (the caller then lets Python decide): no lookaround, back-references,

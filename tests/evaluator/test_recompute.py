@@ -127,3 +127,34 @@ def test_auto_engine_is_python_when_spans_are_stored_and_sql_when_they_are_not(s
 
 def test_verify_alone_selects_the_sql_engine(store):
     assert rc.recompute(store, "clearpath", "t3_aware", verify_n=5).engine == "sql"
+
+
+def test_two_evaluations_in_one_process_keep_their_own_rules(sample_store):
+    # The in-process path (one worker) keeps its rules, profile and questions to itself: another
+    # evaluation started meanwhile (the dashboard recomputes in threads) must not change them.
+    import os
+
+    from evaluator.rules import load_rules
+
+    rules = load_rules()
+    with connect(sample_store, read_only=True) as con:
+        run_id = fetch_value(con, "SELECT run_id FROM runs WHERE name = 'ramayana'")
+        ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1 LIMIT 6",
+                                         {"run": run_id}).fetchall()]
+        questions = con.sql(rc.RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
+
+        def evaluation(profile):  # type: ignore[no-untyped-def]
+            init_args = (rules.text, rules.source, "t3_aware", profile, False, questions, os.getpid())
+            return rc._evaluate_all(rc._id_batches(con, ids, 1), init_args, 1)
+
+        def rows(results):  # type: ignore[no-untyped-def]
+            return [[table.to_pylist() for table in batch] for batch in results]
+
+        alone = {profile: rows(evaluation(profile)) for profile in ("ramayana", "clearpath")}
+        assert alone["ramayana"] != alone["clearpath"]
+        first, second = evaluation("ramayana"), evaluation("clearpath")
+        interleaved: dict[str, list[object]] = {"ramayana": [], "clearpath": []}
+        for a, b in zip(first, second, strict=True):  # each batch of one in turn
+            interleaved["ramayana"] += rows([a])
+            interleaved["clearpath"] += rows([b])
+    assert interleaved == alone

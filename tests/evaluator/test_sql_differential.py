@@ -147,3 +147,19 @@ def test_answers_with_dashes_and_ellipses_are_decided_in_sql_as_python_decides_t
                 run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=RULES, profile=profile)
                 assert (run.n_sql, run.n_python) == (3, 1)
                 verify(con, run, 10**9, ruleset=ruleset, rules=RULES, profile=profile)
+
+
+def test_a_function_word_with_a_space_in_it_strips_nothing_in_either_engine(tmp_path):
+    """The refined proper-noun rule compares a function word with one word of the candidate: one
+    holding a space never matches, in SQL as in Python."""
+    text = (Path(__file__).resolve().parents[2] / "evaluator" / "default_rules.toml").read_text(encoding="utf-8")
+    old = 'function_words = [\n    "The",'
+    assert old in text
+    rules = rules_from_text(text.replace(old, 'function_words = [\n    "Lord Shri", "The",'), "fw.toml")
+    rows = [{"question": "Who?", "answer": "Lord Shri Rama Went there.", "template": "T1",
+             "retrieved": [{"id": "kb-1", "text": "nothing", "score": 0.9}]}]
+    db, run_id = _ingested(tmp_path, rows)
+    with connect(db) as con:
+        run = evaluate_run_sql(con, run_id, ruleset="refined", rules=rules, profile="clearpath")
+        assert run.n_sql == 1
+        verify(con, run, 10**9, ruleset="refined", rules=rules, profile="clearpath")

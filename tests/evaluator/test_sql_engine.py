@@ -139,14 +139,16 @@ def test_recompute_engine_sql_decided_on_the_store_stores_the_python_outcomes(sa
                            {"e": b}).fetchone() == (len(_outcomes(con, a)), False)
 
 
-def test_the_rows_sql_leaves_to_python_are_evaluated_in_a_process_pool_as_by_the_reference(sample_store, monkeypatch):
+@pytest.mark.parametrize("workers", [2, 0])
+def test_the_rows_sql_leaves_to_python_are_evaluated_in_a_process_pool_as_by_the_reference(sample_store, monkeypatch,
+                                                                                         workers):
     # --workers 2 (by default from PYTHON_PARALLEL_FROM rows on): the Python path's pool evaluates
-    # them, in batches of at most two here so that both workers get some
+    # them, in batches of at most two here so that both workers get some; 0 or 1: this process
     from evaluator import recompute as recompute_module
 
     monkeypatch.setattr(recompute_module, "BATCH_ROWS", 2)
     python = recompute_module.recompute(sample_store, "clearpath", "t3_aware", engine="python")
-    sql = recompute_module.recompute(sample_store, "clearpath", "t3_aware", engine="sql", workers=2)
+    sql = recompute_module.recompute(sample_store, "clearpath", "t3_aware", engine="sql", workers=workers)
     with connect(sample_store) as con:
         run_id = con.execute("SELECT run_id FROM runs WHERE name = 'clearpath'").fetchall()[0][0]
         left = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=RULES, profile="clearpath").n_python
