@@ -42,16 +42,22 @@ ANSWER_PUNCTUATION = "\u2010\u2011\u2012\u2013\u2014\u2015\u2026\u2022\u00b7\u22
 ANSWER_PARAMS = {"curly": CURLY_QUOTES, "straight": STRAIGHT_QUOTES, "punct": ANSWER_PUNCTUATION}
 
 
+def _translated(x: str, source: str) -> str:
+    """SQL: ``x`` with each character of ``source`` turned into its counterpart in ``$straight``
+    (deleted past its end); a plain ASCII text is left as it is, untranslated."""
+    return f"CASE WHEN strlen({x}) = length({x}) THEN {x} ELSE translate({x}, {source}, $straight) END"
+
+
 def straightened(x: str) -> str:
     """SQL: the answer ``x`` (a column, not NULL) with its curly quotes straightened, as both
-    engines match the rules on it (text_norm.straighten); a plain ASCII one is left as it is."""
-    return f"CASE WHEN strlen({x}) = length({x}) THEN {x} ELSE translate({x}, $curly, $straight) END"
+    engines match the rules on it (text_norm.straighten)."""
+    return _translated(x, "$curly")
 
 
 def answer_gate(x: str) -> str:
     """SQL: the answer ``x`` (a column, not NULL) as the clean gate tests it: straightened and
     without ANSWER_PUNCTUATION (deleted: ``$punct`` has no counterpart in ``$straight``)."""
-    return f"CASE WHEN strlen({x}) = length({x}) THEN {x} ELSE translate({x}, $curly || $punct, $straight) END"
+    return _translated(x, "$curly || $punct")
 
 
 def clean_of(expr: str) -> str:

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from evaluator.ingest import ingest_file
-from evaluator.rules import load_rules, rules_from_text
+from evaluator.rules import DEFAULT_RULES_PATH, load_rules, rules_from_text
+from evaluator.rules_data import Rules
 from evaluator.sql.engine import evaluate_run_sql, verify
 from evaluator.store import connect
 
@@ -51,6 +52,13 @@ response = st.fixed_dictionaries({
     "expected_ids": st.lists(st.sampled_from(["Bala-Kanda 18.10", "Ayodhya Kanda 1.7", "kb-1"]), max_size=2),
     "answerable": st.sampled_from([None, True, False]),
 })
+
+
+def _default_rules_with(old: str, new: str) -> Rules:
+    """The default rules with ``old`` (which they hold) replaced by ``new`` in their text."""
+    text = DEFAULT_RULES_PATH.read_text(encoding="utf-8")
+    assert old in text
+    return rules_from_text(text.replace(old, new), "edited.toml")
 
 
 def _ingested(folder: Path, rows: list[dict]) -> tuple[Path, int]:  # type: ignore[type-arg]
@@ -115,10 +123,8 @@ def test_answers_with_curly_quotes_are_decided_in_sql_as_python_decides_them(tmp
 def test_an_unverified_term_with_a_quote_is_left_to_python(tmp_path):
     """A reason quotes the unverified term as the answer writes it, curly quotes and all: a term
     holding a quote is left to Python, which quotes it so."""
-    text = (Path(__file__).resolve().parents[2] / "evaluator" / "default_rules.toml").read_text(encoding="utf-8")
-    old = r"""pattern = '\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b'"""
-    assert old in text
-    rules = rules_from_text(text.replace(old, r"""pattern = "\\b[A-Z][a-z]+'[a-z]+\\b" """), "quotes.toml")
+    rules = _default_rules_with(r"""pattern = '\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b'""",
+                                r"""pattern = "\\b[A-Z][a-z]+'[a-z]+\\b" """)
     rows = [{"question": "Who?", "answer": answer, "template": "T1", "expected_template": "T1"}
             for answer in ("Rama\u2019s bow", "Rama's bow", "no names here")]
     db, run_id = _ingested(tmp_path, rows)
@@ -152,10 +158,7 @@ def test_answers_with_dashes_and_ellipses_are_decided_in_sql_as_python_decides_t
 def test_a_function_word_with_a_space_in_it_strips_nothing_in_either_engine(tmp_path):
     """The refined proper-noun rule compares a function word with one word of the candidate: one
     holding a space never matches, in SQL as in Python."""
-    text = (Path(__file__).resolve().parents[2] / "evaluator" / "default_rules.toml").read_text(encoding="utf-8")
-    old = 'function_words = [\n    "The",'
-    assert old in text
-    rules = rules_from_text(text.replace(old, 'function_words = [\n    "Lord Shri", "The",'), "fw.toml")
+    rules = _default_rules_with('function_words = [\n    "The",', 'function_words = [\n    "Lord Shri", "The",')
     rows = [{"question": "Who?", "answer": "Lord Shri Rama Went there.", "template": "T1",
              "retrieved": [{"id": "kb-1", "text": "nothing", "score": 0.9}]}]
     db, run_id = _ingested(tmp_path, rows)
