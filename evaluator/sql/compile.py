@@ -385,13 +385,26 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     exempt = rules.exempt_question_terms
     is_t3 = ("coalesce(upper(" + _label("template") + ") = 'T3' OR upper(" + _label("expected_template")
              + ") = 'T3', false)")
-    refused = [hit["refusal"]]
+    # Most answers match no refusal pattern of any list: one scan with all of them (``h_any``)
+    # costs what one list's scan does, and each list is matched on its own only where it is true.
+    refusal_lists = ["refusal", "phrases", *(["abstention"] if p.abstention else []),
+                     *(["prof_refusals"] if p.refusal_phrases else [])]
+    if any(cats[k] for k in refusal_lists):
+        params["rx_refusal_any"] = "|".join(f"(?:{cats[k]})" for k in refusal_lists if cats[k])
+        any_hit = "regexp_matches(answer, $rx_refusal_any)"
+    else:
+        any_hit = "false"
+
+    def gated(k: str) -> str:
+        return f"CASE WHEN h_any THEN coalesce({hit[k]}, false) ELSE false END"
+
+    refused = ["h_refusal"]
     if p.abstention:
         if rules.abstention.empty_is_refusal:
             refused.append("empty")
-        refused += [hit["phrases"], hit["abstention"]]
+        refused += ["h_phrases", gated("abstention")]
     if p.refusal_phrases:
-        refused.append(hit["prof_refusals"])
+        refused.append(gated("prof_refusals"))
     cands = ("list_concat(list_transform(regexp_extract_all(answer, $price), "
              "lambda t, i: {'t': t, 'p': true, 'k': i}), "
              f"list_transform({nouns}, lambda t, i: {{'t': t, 'p': false, 'k': 1000000 + i}}))")
@@ -469,12 +482,11 @@ WITH resp AS (  -- the answer straightened, as Python matches it (text_norm.stra
          regexp_full_match(answer, '{WS}*') AS empty
   FROM base b LEFT JOIN ret USING (response_id)
 ), f1 AS MATERIALIZED (
-  SELECT * EXCLUDE (ids_found), {cites} AS cites,
-         {" OR ".join(f"coalesce({h}, false)" for h in (hit["refusal"],))} AS h_refusal,
-         coalesce({hit['phrases']}, false) AS h_phrases,
-         ({" OR ".join(f"coalesce({x}, false)" for x in refused)}) AS refused,
+  SELECT * EXCLUDE (ids_found, h_any), {cites} AS cites,
+         ({" OR ".join(refused)}) AS refused,
          {cands} AS cands
-  FROM (SELECT *, {ids_found} AS ids_found FROM f0)
+  FROM (SELECT *, {gated("refusal")} AS h_refusal, {gated("phrases")} AS h_phrases
+        FROM (SELECT *, {ids_found} AS ids_found, {any_hit} AS h_any FROM f0))
 ), {_unverified_ctes(exempt)}, f2 AS (
   SELECT f1.*, unv.unverified,
          list_transform(cites, lambda c: {_retrieved('c')}) AS cite_ok,

@@ -166,3 +166,27 @@ def test_a_function_word_with_a_space_in_it_strips_nothing_in_either_engine(tmp_
         run = evaluate_run_sql(con, run_id, ruleset="refined", rules=rules, profile="clearpath")
         assert run.n_sql == 1
         verify(con, run, 10**9, ruleset="refined", rules=rules, profile="clearpath")
+
+
+def test_each_refusal_list_alone_refuses_in_sql_as_in_python(tmp_path):
+    """SQL scans an answer once for every refusal list together, then each list where that scan
+    matched: an answer that only one list matches (the refusal patterns, the refusal phrases, the
+    abstention pack, a profile's own refusal phrases) or none is refused or not as Python says."""
+    rules = _default_rules_with('abstention = true\nrefusal_phrases = []',
+                                'abstention = true\nrefusal_phrases = ["not in my notes"]')
+    answers = ["That is outside my scope.", "I don't know.", "The documents do not mention it.",
+               "Sadly that is not in my notes.", "Rama went to the forest."]
+    rows = [{"question": "Who?", "answer": answer, "template": "T1", "answerable": answerable,
+             "gold_answers": [["Rama"]]} for answer in answers for answerable in (True, False)]
+    db, run_id = _ingested(tmp_path, rows)
+    with connect(db) as con:
+        for profile in rules.profile_names:
+            run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=rules, profile=profile)
+            assert run.n_sql == len(rows)
+            verify(con, run, 10**9, ruleset="t3_aware", rules=rules, profile=profile)
+            if profile == "rag":
+                answer_of = dict(con.execute("SELECT response_id, answer FROM responses").fetchall())
+                refused = {answer_of[rid] for rid, name, reason in zip(
+                    *(run.checks.column(k).to_pylist() for k in ("response_id", "check_name", "reason")),
+                    strict=True) if name == "answers_question" and "refuses" in reason}
+                assert refused == set(answers[:4])
