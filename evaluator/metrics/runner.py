@@ -127,7 +127,7 @@ def compute_and_store(
             if sql_judge is not None:
                 scored = scores_from_features(scon, sql_judge, overrides, progress)
                 computed: list[tuple[str, TrustScore, list[int]]] = [(p, score, []) for p, score, _ in scored]
-                tables = _sql_score_tables(scored)
+                tables = _sql_score_tables(scon, scored)
             else:
                 computed = _judge_and_score(scon, run_id, judge_impl, overrides, progress)
                 tables = _score_tables(computed)
@@ -178,20 +178,21 @@ def _score_tables(computed: list[tuple[str, TrustScore, list[int]]]) -> tuple[pa
     return results, rows
 
 
-def _sql_score_tables(in_sql: list[tuple[str, TrustScore, pa.Table]]) -> tuple[pa.Table, pa.Table]:
-    """As ``_score_tables``, from the SQL engine's per-provider Arrow rows."""
-    results = pa.table({
-        "position": pa.array(range(len(in_sql)), pa.int64()),
-        "provider": pa.array([provider for provider, _, _ in in_sql], pa.string()),
-        "value": pa.array([score.f1gr for _, score, _ in in_sql], pa.float64()),
-        "components": pa.array([orjson.dumps(score.components()).decode() for _, score, _ in in_sql], pa.string()),
-    })
-    parts = [rows.select(["response_id", "refused", "refused_by", "answerable", "ac_q"])
-             .add_column(0, "position", pa.array([i] * rows.num_rows, pa.int64()))
-             for i, (_, _, rows) in enumerate(in_sql)]
+def _sql_score_tables(con: duckdb.DuckDBPyConnection,
+                      in_sql: list[tuple[str, TrustScore, pa.Table]]) -> tuple[pa.Table, pa.Table]:
+    """As ``_score_tables``, from the SQL engine's per-provider Arrow rows (each with its
+    provider's ``position`` in ``in_sql``), built by DuckDB (``con``: any connection): Arrow
+    built from Python objects imports pandas, half a second of a run's metrics."""
+    results = con.sql(
+        "SELECT unnest(range(len($provider)))::BIGINT AS position, unnest($provider)::VARCHAR AS provider, "
+        "unnest($value)::DOUBLE AS value, unnest($components)::VARCHAR AS components",
+        params={"provider": [provider for provider, _, _ in in_sql],
+                "value": [score.f1gr for _, score, _ in in_sql],
+                "components": [orjson.dumps(score.components()).decode() for _, score, _ in in_sql]}).to_arrow_table()
     schema = pa.schema([("position", pa.int64()), ("response_id", pa.int64()), ("refused", pa.bool_()),
                         ("refused_by", pa.string()), ("answerable", pa.bool_()), ("ac_q", pa.float64())])
-    return results, pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
+    parts = [rows.select(schema.names).cast(schema) for _, _, rows in in_sql]
+    return results, pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overrides: bool,
@@ -203,8 +204,8 @@ def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overr
                                               {"n": len(computed)}).fetchall()]
     con.register("metric_scores", tables[0])
     con.register("metric_rows", tables[1])
-    con.register("metric_ids", pa.table({"position": pa.array(range(len(ids)), pa.int64()),
-                                         "metric_result_id": pa.array(ids, pa.int64())}))
+    con.execute("CREATE OR REPLACE TEMP TABLE metric_ids AS SELECT unnest(range(len($ids)))::BIGINT AS position, "
+                "unnest($ids)::BIGINT AS metric_result_id", {"ids": ids})
     try:
         con.execute("""INSERT INTO metric_results
                        SELECT i.metric_result_id, $run, s.provider, $metric, $judge, $with_overrides, s.value,
@@ -215,8 +216,9 @@ def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overr
                        SELECT i.metric_result_id, r.response_id, r.refused, r.refused_by, r.answerable, r.ac_q
                        FROM metric_rows r JOIN metric_ids i USING (position)""")
     finally:
-        for view in ("metric_scores", "metric_rows", "metric_ids"):
+        for view in ("metric_scores", "metric_rows"):
             con.unregister(view)
+        con.execute("DROP TABLE IF EXISTS temp.metric_ids")
     return [ProviderMetrics(i, provider, score) for i, (provider, score, _) in zip(ids, computed, strict=True)]
 
 

@@ -188,18 +188,26 @@ def scores_from_features(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge, 
                       "LIMIT 1").fetchall()
     if dup:
         raise ValueError(f"question_id {dup[0][1]!r} occurs twice; compute one provider at a time")
-    con.register("metric_overrides", pa.table({"response_id": pa.array(list(overrides), pa.int64()),
-                                                "refused": pa.array(list(overrides.values()), pa.bool_())}))
+    # Temporary tables from bound lists, not registered Arrow tables: building Arrow from Python
+    # objects imports pandas (half a second of a run's metrics).
+    con.execute("CREATE OR REPLACE TEMP TABLE metric_overrides AS "
+                "SELECT unnest($ids)::BIGINT AS response_id, unnest($refused)::BOOLEAN AS refused",
+                {"ids": list(overrides), "refused": list(overrides.values())})
     try:
-        con.register("metric_python", _python_decisions(con, judge, overrides))
+        decided = _python_decisions(con, judge, overrides)
+        con.execute("CREATE OR REPLACE TEMP TABLE metric_python AS "
+                    "SELECT unnest($response_id)::BIGINT AS response_id, unnest($refused)::BOOLEAN AS refused, "
+                    "unnest($answerable)::BOOLEAN AS answerable, unnest($ac_q)::DOUBLE AS ac_q", decided)
         con.execute(ROWS_SQL)
     finally:
-        for view in ("metric_overrides", "metric_python"):
-            con.unregister(view)
+        for table in ("metric_overrides", "metric_python"):
+            con.execute(f"DROP TABLE IF EXISTS temp.{table}")
     counts = {row[0]: row[1:] for row in con.execute(COUNTS_SQL).fetchall()}
     # One ordered read of every row, cut per provider here: a query per provider would scan the run
     # once per provider (100k providers: 100k scans).
-    table = con.sql("SELECT provider, response_id, refused, refused_by, answerable, ac_q FROM metric_rows "
+    # ``position``: the provider's place in this order, which is the order of the scores returned.
+    table = con.sql("SELECT provider, dense_rank() OVER (ORDER BY provider) - 1 AS position, response_id, "
+                    "refused, refused_by, answerable, ac_q FROM metric_rows "
                     "ORDER BY provider, response_id").to_arrow_table()
     providers = table.column("provider").to_pylist()
     ac_q = table.column("ac_q").to_pylist()
@@ -211,7 +219,7 @@ def scores_from_features(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge, 
             spans[providers[start]] = (start, i)
             start = i
     out: list[tuple[str, TrustScore, pa.Table]] = []
-    for provider in sorted(counts):
+    for provider in spans:  # in the table's order (by code point, as Python sorts)
         n, n_refused, n_answerable, ref_ok, ans_ok = (int(v) for v in counts[provider])
         first, end = spans[provider]
         # Σ AC_q in response order, added one by one as the Python path's ``sum`` does
@@ -224,7 +232,8 @@ def scores_from_features(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge, 
     return out
 
 
-def _python_decisions(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge, overrides: dict[int, bool]) -> pa.Table:
+def _python_decisions(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge,
+                      overrides: dict[int, bool]) -> dict[str, list[Any]]:
     """Python's decisions where SQL only proposes: whole responses with non-clean text, and the
     refusal of clean answers the fuzzy pre-filter let through (answerable/AC_q stay SQL's)."""
     ids: list[int] = []
@@ -253,8 +262,7 @@ def _python_decisions(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge, ove
             answerable.append(None)
             ac_q.append(None)
     reader.close()
-    return pa.table({"response_id": pa.array(ids, pa.int64()), "refused": pa.array(refused, pa.bool_()),
-                     "answerable": pa.array(answerable, pa.bool_()), "ac_q": pa.array(ac_q, pa.float64())})
+    return {"response_id": ids, "refused": refused, "answerable": answerable, "ac_q": ac_q}
 
 
 def _batches(con: duckdb.DuckDBPyConnection, sql: str) -> Iterator[list[int]]:
