@@ -4,6 +4,7 @@ empty and huge answers) on every profile and rule set."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -180,8 +181,9 @@ def test_each_refusal_list_alone_refuses_in_sql_as_in_python(tmp_path):
              "gold_answers": [["Rama"]]} for answer in answers for answerable in (True, False)]
     db, run_id = _ingested(tmp_path, rows)
     with connect(db) as con:
-        for profile in rules.profile_names:
-            run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=rules, profile=profile)
+        ids = [r[0] for r in con.execute("SELECT response_id FROM responses").fetchall()]
+        for profile, only in itertools.product(rules.profile_names, (None, ids)):  # a run, or chosen rows
+            run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=rules, profile=profile, only=only)
             assert run.n_sql == len(rows)
             verify(con, run, 10**9, ruleset="t3_aware", rules=rules, profile=profile)
             if profile == "rag":
