@@ -1,5 +1,5 @@
-"""The CLI's entry point (evaluator/cli/__init__.py): one parser for every command, though a
-command imports only its own module."""
+"""The CLI's entry point (evaluator/cli/__init__.py): every command is listed and parses its own
+arguments, though a command's parser is built from its own module alone."""
 
 from __future__ import annotations
 

@@ -175,8 +175,10 @@ def test_each_refusal_list_alone_refuses_in_sql_as_in_python(tmp_path):
     abstention pack, a profile's own refusal phrases) or none is refused or not as Python says."""
     rules = _default_rules_with('abstention = true\nrefusal_phrases = []',
                                 'abstention = true\nrefusal_phrases = ["not in my notes"]')
-    answers = ["That is outside my scope.", "I don't know.", "The documents do not mention it.",
-               "Sadly that is not in my notes.", "Rama went to the forest."]
+    # each matched by one list alone: refusal patterns, refusal phrases, the abstention pack (two),
+    # the profile's own phrases; then none
+    answers = ["That is outside my scope.", "I'm not sure about that.", "I don't know.",
+               "The documents do not mention it.", "Sadly that is not in my notes.", "Rama went to the forest."]
     rows = [{"question": "Who?", "answer": answer, "template": "T1", "answerable": answerable,
              "gold_answers": [["Rama"]]} for answer in answers for answerable in (True, False)]
     db, run_id = _ingested(tmp_path, rows)
@@ -191,4 +193,4 @@ def test_each_refusal_list_alone_refuses_in_sql_as_in_python(tmp_path):
                 refused = {answer_of[rid] for rid, name, reason in zip(
                     *(run.checks.column(k).to_pylist() for k in ("response_id", "check_name", "reason")),
                     strict=True) if name == "answers_question" and "refuses" in reason}
-                assert refused == set(answers[:4])
+                assert refused == set(answers[:5])
