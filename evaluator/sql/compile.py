@@ -322,13 +322,15 @@ def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
 
 def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None,
                 ranged: bool = False, checks: Collection[str] | None = None,
-                flags: bool = True) -> CompiledRun | None:
+                flags: bool = True, refusal_scan: bool = True) -> CompiledRun | None:
     """The run's query; with ``only`` (a relation with a ``response_id`` column, e.g. a temporary
     table) just those responses of the run; ``ranged``: just those with ids from ``$lo`` to
     ``$hi`` (bound at each execution; the store keeps rows in id order, so a range reads only
     its part of the tables). ``checks``: only these checks' columns (default all); ``flags``:
     the flags' columns too. The proper-noun and price candidates, the query's costliest part,
-    are worked out only when a column selected reads ``unverified``."""
+    are worked out only when a column selected reads ``unverified``. ``refusal_scan``: scan the
+    answer once with every refusal list together first (``$rx_refusal_any``); without it each list
+    scans every answer (for lists too big for RE2 together: engine.py)."""
     comp = compiled(rules)
     prof = comp.profile(profile)
     p = prof.profile
@@ -389,7 +391,9 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     # costs what one list's scan does, and each list is matched on its own only where it is true.
     refusal_lists = ["refusal", "phrases", *(["abstention"] if p.abstention else []),
                      *(["prof_refusals"] if p.refusal_phrases else [])]
-    if any(cats[k] for k in refusal_lists):
+    if not refusal_scan:
+        any_hit = "true"
+    elif any(cats[k] for k in refusal_lists):
         params["rx_refusal_any"] = "|".join(f"(?:{cats[k]})" for k in refusal_lists if cats[k])
         any_hit = "regexp_matches(answer, $rx_refusal_any)"
     else:

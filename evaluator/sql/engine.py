@@ -163,6 +163,10 @@ def _decided_chunks(con: duckdb.DuckDBPyConnection, run_id: int, *, ruleset: str
     table = f"sql_engine_{os.getpid()}_{run_id}"
     subset = f"{table}_only" if only is not None else None
     plan = compile_run(rules, ruleset, profile, only=subset, ranged=True, checks=checks, flags=flags)
+    if plan is not None and "rx_refusal_any" in plan.params and not re2_compiles(con, plan.params["rx_refusal_any"]):
+        # the refusal lists together exceed RE2's memory, each alone may not: no common scan
+        plan = compile_run(rules, ruleset, profile, only=subset, ranged=True, checks=checks, flags=flags,
+                           refusal_scan=False)
     if plan is not None and not all(re2_compiles(con, plan.params[k]) for k in plan.regexes):
         plan = None  # a pattern RE2 refuses (see re2_compiles): Python decides every row
     if plan is None:

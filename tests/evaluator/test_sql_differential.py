@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import string
 from pathlib import Path
+from random import Random
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,9 @@ from hypothesis import strategies as st
 from evaluator.ingest import ingest_file
 from evaluator.rules import DEFAULT_RULES_PATH, load_rules, rules_from_text
 from evaluator.rules_data import Rules
+from evaluator.sql.compile import compile_run
 from evaluator.sql.engine import evaluate_run_sql, verify
+from evaluator.sql.re2 import re2_compiles
 from evaluator.store import connect
 
 RULES = load_rules()
@@ -194,3 +198,36 @@ def test_each_refusal_list_alone_refuses_in_sql_as_in_python(tmp_path):
                     *(run.checks.column(k).to_pylist() for k in ("response_id", "check_name", "reason")),
                     strict=True) if name == "answers_question" and "refuses" in reason}
                 assert refused == set(answers[:5])
+
+
+def test_refusal_lists_too_big_for_one_re2_pattern_are_still_decided_in_sql(tmp_path):
+    """The common scan joins every refusal list into one pattern; two lists that RE2 takes one by
+    one but not joined (its memory limit) are scanned one by one, and SQL still decides."""
+    random = Random(16)
+    flag_phrases, profile_phrases = ([("".join(random.choices(string.ascii_lowercase, k=360))) for _ in range(1000)]
+                                     for _ in range(2))
+    text = DEFAULT_RULES_PATH.read_text(encoding="utf-8")
+    for old, new in (('phrases = [\n    "i cannot",', f'phrases = {json.dumps(flag_phrases)[:-1]},\n    "i cannot",'),
+                     ('abstention = true\nrefusal_phrases = []',
+                      f'abstention = true\nrefusal_phrases = {json.dumps(profile_phrases)}')):
+        assert old in text
+        text = text.replace(old, new)
+    rules = rules_from_text(text, "edited.toml")
+    answers = [f"Well, {flag_phrases[7]}.", f"Sadly {profile_phrases[3]} here.", "Rama went to the forest.",
+               "I cannot help with that."]
+    rows = [{"question": "Who?", "answer": answer, "template": "T1", "answerable": True, "gold_answers": [["Rama"]]}
+            for answer in answers]
+    db, run_id = _ingested(tmp_path, rows)
+    with connect(db) as con:
+        joined = compile_run(rules, "t3_aware", "rag")
+        assert joined is not None
+        assert not re2_compiles(con, joined.params["rx_refusal_any"])  # too big joined ...
+        alone = compile_run(rules, "t3_aware", "rag", refusal_scan=False)
+        assert alone is not None and all(re2_compiles(con, alone.params[k]) for k in alone.regexes)  # ... not alone
+        run = evaluate_run_sql(con, run_id, ruleset="t3_aware", rules=rules, profile="rag")
+        assert (run.n_sql, run.n_python) == (len(rows), 0)
+        verify(con, run, 10**9, ruleset="t3_aware", rules=rules, profile="rag")
+    refused = [reason for name, reason in zip(run.checks.column("check_name").to_pylist(),
+                                              run.checks.column("reason").to_pylist(), strict=True)
+               if name == "answers_question"]
+    assert ["refuses" in reason for reason in refused] == [True, True, False, True]
