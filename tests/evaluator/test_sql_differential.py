@@ -59,11 +59,14 @@ response = st.fixed_dictionaries({
 })
 
 
-def _default_rules_with(old: str, new: str) -> Rules:
-    """The default rules with ``old`` (which they hold) replaced by ``new`` in their text."""
+def _default_rules_with(old: str, new: str, *more: tuple[str, str]) -> Rules:
+    """The default rules with ``old`` (which they hold) replaced by ``new`` in their text, and so
+    for each further (old, new) pair of ``more``."""
     text = DEFAULT_RULES_PATH.read_text(encoding="utf-8")
-    assert old in text
-    return rules_from_text(text.replace(old, new), "edited.toml")
+    for before, after in ((old, new), *more):
+        assert before in text
+        text = text.replace(before, after)
+    return rules_from_text(text, "edited.toml")
 
 
 def _ingested(folder: Path, rows: list[dict]) -> tuple[Path, int]:  # type: ignore[type-arg]
@@ -206,13 +209,10 @@ def test_refusal_lists_too_big_for_one_re2_pattern_are_still_decided_in_sql(tmp_
     random = Random(16)
     flag_phrases, profile_phrases = ([("".join(random.choices(string.ascii_lowercase, k=360))) for _ in range(1000)]
                                      for _ in range(2))
-    text = DEFAULT_RULES_PATH.read_text(encoding="utf-8")
-    for old, new in (('phrases = [\n    "i cannot",', f'phrases = {json.dumps(flag_phrases)[:-1]},\n    "i cannot",'),
-                     ('abstention = true\nrefusal_phrases = []',
-                      f'abstention = true\nrefusal_phrases = {json.dumps(profile_phrases)}')):
-        assert old in text
-        text = text.replace(old, new)
-    rules = rules_from_text(text, "edited.toml")
+    rules = _default_rules_with('phrases = [\n    "i cannot",',
+                                f'phrases = {json.dumps(flag_phrases)[:-1]},\n    "i cannot",',
+                                ('abstention = true\nrefusal_phrases = []',
+                                 f'abstention = true\nrefusal_phrases = {json.dumps(profile_phrases)}'))
     answers = [f"Well, {flag_phrases[7]}.", f"Sadly {profile_phrases[3]} here.", "Rama went to the forest.",
                "I cannot help with that."]
     rows = [{"question": "Who?", "answer": answer, "template": "T1", "answerable": True, "gold_answers": [["Rama"]]}
