@@ -885,17 +885,18 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
     con.register("new_recorded", recorded)
     try:
         # Every response with recorded verdicts gets the six checks; one the file did not record is
-        # N/A, said so. Responses with none are left out rather than counted as passing.
+        # N/A, said so. Responses with none are left out rather than counted as passing. One group a
+        # response, its verdicts picked by name: no join of millions of verdicts with the responses.
+        names = {f"check{index}": name for index, name in enumerate(CHECK_NAMES)}
+        picked = ", ".join(f"any_value(verdict) FILTER (WHERE check_name = ${key})" for key in names)
         con.execute(
-            """INSERT INTO check_results
-               WITH names AS (SELECT unnest($checks::VARCHAR[]) AS check_name)
-               SELECT $evaluation, r.response_id, names.check_name, coalesce(rec.verdict, 'N/A'),
-                      CASE WHEN rec.verdict IS NULL THEN 'not recorded in the source file' ELSE $reason END, '[]'
-               FROM responses r CROSS JOIN names
-               LEFT JOIN new_recorded rec ON rec."row" + $base = r.response_id AND rec.check_name = names.check_name
-               WHERE r.run_id = $run AND r.response_id IN (SELECT "row" + $base FROM new_recorded)""",
-            {"checks": list(CHECK_NAMES), "evaluation": evaluation_id, "reason": RECORDED_REASON, "base": base,
-             "run": run_id},
+            f"""INSERT INTO check_results
+                SELECT $evaluation, "row" + $base, check_name, coalesce(verdict, 'N/A'),
+                       CASE WHEN verdict IS NULL THEN 'not recorded in the source file' ELSE $reason END, '[]'
+                FROM (SELECT "row", unnest([{", ".join(f"${key}" for key in names)}]) AS check_name,
+                             unnest([{picked}]) AS verdict
+                      FROM new_recorded GROUP BY "row")""",
+            {**names, "evaluation": evaluation_id, "reason": RECORDED_REASON, "base": base},
         )
     finally:
         _unregister(con, "new_recorded")

@@ -46,6 +46,7 @@ RELEASED = {
     6: ("override client tokens", "5089c6e4db521032357667abfab58310d9e1275027f2b74759e218af90ab3440"),
     7: ("annotations and labels", "223ac1a1e120ff455954c39fb7fdcc326892b39fcf3a34f8ed09fc823a774afb"),
     8: ("saved rule sets", "733cae775ab944d96d741f38f7133a2a2ec6b5a3cabd2fa9803642ac1487726a"),
+    9: ("answers compressed with zstd", "3d1f32162d17831b36ee3e88df4647d5d3c2fd6e2a665cd06f0e49b8d7aeea23"),
 }
 
 
@@ -106,6 +107,33 @@ def test_a_store_at_an_earlier_version_gets_the_rest_and_keeps_its_data(db_path:
         assert con.execute("SELECT rules_text, profile, with_spans FROM evaluations").fetchall() == [
             (None, None, None)
         ]
+
+
+def answer_compressions(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """How the answers' persisted segments are compressed (after a checkpoint)."""
+    con.execute("CHECKPOINT")
+    return {row[0] for row in con.execute(
+        "SELECT DISTINCT compression FROM pragma_storage_info('responses') "
+        "WHERE column_name = 'answer' AND segment_type = 'VARCHAR'").fetchall()}
+
+
+def test_answers_are_kept_with_zstd_also_in_a_store_migrated_with_answers_in_it(db_path: Path) -> None:
+    answers = [(i, f"Answer {i}: Rama went to the forest with Sita and Lakshmana, {i * 7} days.") for i in range(3000)]
+    con = duckdb.connect(str(db_path))
+    try:
+        migrate(con, upto=8)
+        con.executemany("INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
+                        "VALUES ($id, 1, 'q' || $id, 'openai', $answer, 'h')",
+                        [{"id": i, "answer": answer} for i, answer in answers[:1500]])
+        assert answer_compressions(con) != {"ZSTD"}
+    finally:
+        con.close()
+    with connect(db_path) as con:
+        con.executemany("INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
+                        "VALUES ($id, 1, 'q' || $id, 'openai', $answer, 'h')",
+                        [{"id": i, "answer": answer} for i, answer in answers[1500:]])
+        assert answer_compressions(con) == {"ZSTD"}
+        assert con.execute("SELECT response_id, answer FROM responses ORDER BY response_id").fetchall() == answers
 
 
 def test_reopening_a_migrated_store_applies_nothing(db_path: Path) -> None:
