@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.floor import step_flags, table
+from bench.floor import median_run, step_flags, table
 
 
 @pytest.mark.parametrize("run", ["ramayana", "ramayana_v2", "clearpath"])
@@ -47,3 +47,14 @@ def test_table_marks_a_ratio_within_its_target_as_met() -> None:
 def test_table_marks_a_peak_over_two_gigabytes_as_a_miss() -> None:
     row = next(line for line in table(fake_result(1.0, peak_mb=2100)).splitlines() if line.startswith("| recompute"))
     assert row.endswith("| **MISS** |")
+
+
+def test_a_repeated_step_reports_its_median_run() -> None:
+    runs = [{"seconds": 9.0, "peak_mb": 1}, {"seconds": 7.0, "peak_mb": 2}, {"seconds": 8.0, "peak_mb": 3}]
+    assert median_run(runs) == {"seconds": 8.0, "peak_mb": 3, "runs": [9.0, 7.0, 8.0]}
+
+
+def test_a_repeated_floor_is_ranked_by_the_time_it_measured_inside_its_process() -> None:
+    runs = [{"seconds": 3.0, "reported": {"seconds": 1.0}}, {"seconds": 2.0, "reported": {"seconds": 2.5}},
+            {"seconds": 2.5, "reported": {"seconds": 2.0}}]
+    assert median_run(runs)["reported"] == {"seconds": 2.0}
