@@ -33,13 +33,20 @@ def test_batches_are_read_back_in_the_order_they_were_appended(tmp_path: Path) -
     assert spilled.num_rows == 7
 
 
-def test_taken_over_batches_have_their_rows_and_lines_moved(tmp_path: Path) -> None:
+def joined_with_a_piece(tmp_path: Path) -> SpilledBatches:
+    """Three rows "a0".."a2", then a piece's two rows "b0", "b1" taken over after them (their
+    rows moved by 3, their lines by 10)."""
     piece = SpilledBatches(SCHEMA, str(tmp_path))
     piece.append(batch(range(0, 2), "b"))
     piece.close()
     joined = SpilledBatches(SCHEMA, str(tmp_path))
     joined.append(batch(range(0, 3), "a"))
     joined.extend(piece, rows=3, lines=10)
+    return joined
+
+
+def test_taken_over_batches_have_their_rows_and_lines_moved(tmp_path: Path) -> None:
+    joined = joined_with_a_piece(tmp_path)
     assert [(r["row"], r["text"], r["source_line"]) for r in rows_of(joined)] == [
         (0, "a0", 1), (1, "a1", 2), (2, "a2", 3), (3, "b0", 11), (4, "b1", 12)]
     assert joined.num_rows == 5
@@ -62,12 +69,7 @@ def test_a_selection_of_columns_holds_copies_of_just_those(tmp_path: Path) -> No
 
 
 def test_a_selection_of_taken_over_batches_is_moved_and_outlives_the_files(tmp_path: Path) -> None:
-    piece = SpilledBatches(SCHEMA, str(tmp_path))
-    piece.append(batch(range(0, 2), "b"))
-    piece.close()
-    joined = SpilledBatches(SCHEMA, str(tmp_path))
-    joined.append(batch(range(0, 3), "a"))
-    joined.extend(piece, rows=3, lines=10)
+    joined = joined_with_a_piece(tmp_path)
     table = joined.table(["source_line", "text"])
     for part in joined.parts:
         os.remove(part.path)
