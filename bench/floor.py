@@ -19,7 +19,7 @@ simpler than ``str.casefold``; verification looks terms up in the normalised tex
 project first tries the raw texts, a shortcut that finds nothing the normalised lookup misses
 for the terms these patterns can match).
 
-    python -m bench.floor [--rows 200000] [--workdir DIR] [--keep] [--out bench/]
+    python -m bench.floor [--rows 200000] [--repeat 3] [--workdir DIR] [--keep] [--out bench/]
 """
 
 from __future__ import annotations
@@ -261,8 +261,8 @@ def bench_floor(n: int, workdir: Path, *, seed: int = 7, repeat: int = 1) -> dic
     res["ingest"] = timed("ingest", [cli("ingest", "--db", str(store), str(path), "--name", run)
                                      for store in (db, *extra_dbs)])
     for store in extra_dbs:
-        for f in (store, store.with_suffix(".duckdb.wal")):
-            f.unlink(missing_ok=True)
+        for suffix in (".duckdb", ".duckdb.wal", ".duckdb.lock", ".duckdb.lock-queue"):
+            store.with_suffix(suffix).unlink(missing_ok=True)
     res["read_json"] = timed("read_json", [this("--step", "read_json", "--file", str(path), "--db", str(raw_db))]
                              * repeat, child_json=True, before=fresh_raw_db)
     res["recompute"] = timed("recompute", [cli("recompute", "--db", str(db), "--run", run, "--ruleset", RULESET,

@@ -118,9 +118,16 @@ class SpilledBatches:
             with pa.memory_map(part.path) as source, pa.ipc.open_stream(source) as reader:
                 for batch in reader:
                     batch = moved(batch, part.rows, part.lines)
-                    batches.append(pa.RecordBatch.from_arrays(
-                        [pa.concat_arrays([batch[c]], memory_pool=POOL) for c in columns], schema=schema))
+                    batches.append(pa.RecordBatch.from_arrays([_copied(batch[c]) for c in columns], schema=schema))
         return pa.Table.from_batches(batches, schema=schema)
+
+
+def _copied(array: pa.Array) -> pa.Array:
+    """`array` in memory of its own: concat_arrays copies values but keeps a dictionary array's
+    dictionary where it was (in a mapped file, that would be read after the file is closed)."""
+    if pa.types.is_dictionary(array.type):
+        return pa.DictionaryArray.from_arrays(_copied(array.indices), _copied(array.dictionary))
+    return pa.concat_arrays([array], memory_pool=POOL)
 
 
 def moved(batch: Any, rows: int, lines: int | None = None) -> Any:

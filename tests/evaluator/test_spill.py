@@ -77,6 +77,17 @@ def test_a_selection_of_taken_over_batches_is_moved_and_outlives_the_files(tmp_p
                                  [(1, "a0"), (2, "a1"), (3, "a2"), (11, "b0"), (12, "b1")]]
 
 
+def test_a_selected_dictionary_column_outlives_its_file_being_overwritten(tmp_path: Path) -> None:
+    schema = pa.schema([("row", pa.int64()), ("verdict", pa.dictionary(pa.int32(), pa.string()))])
+    spilled = SpilledBatches(schema, str(tmp_path))
+    spilled.append(pa.RecordBatch.from_pydict(
+        {"row": [0, 1, 2], "verdict": pa.array(["PASS", "FAIL", "PASS"]).dictionary_encode()}, schema=schema))
+    table = spilled.table(["verdict"])
+    for part in spilled.parts:
+        Path(part.path).write_bytes(b"\0" * os.path.getsize(part.path))
+    assert table["verdict"].to_pylist() == ["PASS", "FAIL", "PASS"]
+
+
 def test_closed_batches_travel_to_another_process_and_open_ones_refuse(tmp_path: Path) -> None:
     spilled = SpilledBatches(SCHEMA, str(tmp_path))
     spilled.append(batch(range(0, 2)))
