@@ -250,7 +250,9 @@ CREATE TABLE saved_rulesets (
 # string compression on each segment of answers and settled on one that wrote 200k answers in
 # 2.5 s; zstd wrote them in 1.0 s into a third of the space (generated answers; unique English
 # answers: 1.7 s -> 1.2 s, 69 -> 44 MB), and scans and page reads took as long (bench, 2026-11-27).
-# DuckDB sets a column's compression only when the table is made: the table is made again.
+# DuckDB sets a column's compression only when the table is made: the table is made again. A store
+# in a storage format without zstd (made by DuckDB before 1.2; see NEEDS_STORAGE) keeps its answers
+# as they are.
 ANSWERS_ZSTD = """
 CREATE TABLE responses_zstd (
     response_id BIGINT NOT NULL,
@@ -272,6 +274,11 @@ INSERT INTO responses_zstd SELECT * FROM responses;
 DROP TABLE responses;
 ALTER TABLE responses_zstd RENAME TO responses;
 """
+
+# Migrations that change only how data is stored and use what older storage formats lack: version ->
+# the oldest storage format that has it (duckdb_databases().tags['storage_version']). A store in an
+# older format records them without running them; what it stores is the same either way.
+NEEDS_STORAGE: dict[int, tuple[int, int, int]] = {9: (1, 2, 0)}
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", INITIAL),

@@ -34,7 +34,7 @@ from typing import Any
 
 import duckdb
 
-from evaluator.migrations import MIGRATIONS
+from evaluator.migrations import MIGRATIONS, NEEDS_STORAGE
 
 # One process-wide lock around every write that is deduplicated by a client token (overrides,
 # ratings): the threads of one process share the store instance, and under snapshot isolation two
@@ -430,13 +430,25 @@ def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[
         if version in done or (upto is not None and version > upto):
             continue
         with atomic(con):
-            con.execute(sql)
+            if storage_version(con) >= NEEDS_STORAGE.get(version, (0, 0, 0)):
+                con.execute(sql)
             con.execute(
                 "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($version, $name, now())",
                 {"version": version, "name": name},
             )
         applied.append(version)
     return applied
+
+
+def storage_version(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """The storage format of the store's file ("v1.2.0+" -> (1, 2, 0)); a store in memory has
+    every feature of this DuckDB."""
+    tags = fetch_value(con, "SELECT tags FROM duckdb_databases() WHERE database_name = current_database()")
+    found = (tags or {}).get("storage_version")
+    if not found:
+        return (999, 0, 0)
+    major, minor, patch = ([int(part) for part in found.strip("v+").split(".") if part.isdigit()] + [0, 0, 0])[:3]
+    return (major, minor, patch)
 
 
 def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:

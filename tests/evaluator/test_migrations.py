@@ -136,6 +136,24 @@ def test_answers_are_kept_with_zstd_also_in_a_store_migrated_with_answers_in_it(
         assert con.execute("SELECT response_id, answer FROM responses ORDER BY response_id").fetchall() == answers
 
 
+def test_a_store_in_a_storage_format_without_zstd_gets_every_migration_and_keeps_its_answers(
+        db_path: Path) -> None:
+    # DuckDB before 1.2 wrote this format; binding "USING COMPRESSION zstd" fails in it.
+    answers = [(i, f"Answer {i}: Rama went to the forest.") for i in range(200)]
+    con = duckdb.connect(str(db_path), config={"storage_compatibility_version": "v1.1.0"})
+    try:
+        migrate(con, upto=8)
+        con.executemany("INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
+                        "VALUES ($id, 1, 'q' || $id, 'openai', $answer, 'h')",
+                        [{"id": i, "answer": answer} for i, answer in answers])
+    finally:
+        con.close()
+    with connect(db_path) as con:
+        assert applied_versions(con) == VERSIONS
+        assert con.execute("SELECT response_id, answer FROM responses ORDER BY response_id").fetchall() == answers
+        assert "ZSTD" not in answer_compressions(con)
+
+
 def test_reopening_a_migrated_store_applies_nothing(db_path: Path) -> None:
     with connect(db_path) as con:
         before = con.execute(
