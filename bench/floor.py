@@ -214,6 +214,12 @@ def this(*args: str) -> list[str]:
     return [sys.executable, "-m", "bench.floor", *args]
 
 
+def remove_store(path: Path) -> None:
+    """A store file and the files DuckDB and the project's lock keep beside it."""
+    for suffix in (".duckdb", ".duckdb.wal", ".duckdb.lock", ".duckdb.lock-queue"):
+        path.with_suffix(suffix).unlink(missing_ok=True)
+
+
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The run of a step with the median time (of an even count, the slower of the middle two),
     with every run's seconds. A floor is timed inside its process (its query or its read: the
@@ -233,8 +239,7 @@ def bench_floor(n: int, workdir: Path, *, seed: int = 7, repeat: int = 1) -> dic
     path, db, raw_db = workdir / f"{run}.jsonl", workdir / f"{run}.duckdb", workdir / f"{run}_read_json.duckdb"
     extra_dbs = [workdir / f"{run}_{i}.duckdb" for i in range(1, repeat)]  # each ingest needs a new store
     for stale in (db, raw_db, *extra_dbs):
-        for f in (stale, stale.with_suffix(".duckdb.wal")):
-            f.unlink(missing_ok=True)
+        remove_store(stale)
     res: dict[str, Any] = {"responses": n, "machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M"),
                            "repeat": repeat}
     say(f"floor {tag}: generating")
@@ -254,17 +259,12 @@ def bench_floor(n: int, workdir: Path, *, seed: int = 7, repeat: int = 1) -> dic
             runs.append(out)
         return median_run(runs)
 
-    def fresh_raw_db() -> None:
-        for f in (raw_db, raw_db.with_suffix(".duckdb.wal")):
-            f.unlink(missing_ok=True)
-
     res["ingest"] = timed("ingest", [cli("ingest", "--db", str(store), str(path), "--name", run)
                                      for store in (db, *extra_dbs)])
     for store in extra_dbs:
-        for suffix in (".duckdb", ".duckdb.wal", ".duckdb.lock", ".duckdb.lock-queue"):
-            store.with_suffix(suffix).unlink(missing_ok=True)
+        remove_store(store)
     res["read_json"] = timed("read_json", [this("--step", "read_json", "--file", str(path), "--db", str(raw_db))]
-                             * repeat, child_json=True, before=fresh_raw_db)
+                             * repeat, child_json=True, before=lambda: remove_store(raw_db))
     res["recompute"] = timed("recompute", [cli("recompute", "--db", str(db), "--run", run, "--ruleset", RULESET,
                                                "--json")] * repeat, child_json=True)
     res["recompute_python"] = timed("recompute --engine python", [cli(

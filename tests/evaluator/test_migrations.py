@@ -109,6 +109,12 @@ def test_a_store_at_an_earlier_version_gets_the_rest_and_keeps_its_data(db_path:
         ]
 
 
+def insert_answers(con: duckdb.DuckDBPyConnection, answers: list[tuple[int, str]]) -> None:
+    con.executemany("INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
+                    "VALUES ($id, 1, 'q' || $id, 'openai', $answer, 'h')",
+                    [{"id": i, "answer": answer} for i, answer in answers])
+
+
 def answer_compressions(con: duckdb.DuckDBPyConnection) -> set[str]:
     """How the answers' persisted segments are compressed (after a checkpoint)."""
     con.execute("CHECKPOINT")
@@ -122,16 +128,12 @@ def test_answers_are_kept_with_zstd_also_in_a_store_migrated_with_answers_in_it(
     con = duckdb.connect(str(db_path))
     try:
         migrate(con, upto=8)
-        con.executemany("INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
-                        "VALUES ($id, 1, 'q' || $id, 'openai', $answer, 'h')",
-                        [{"id": i, "answer": answer} for i, answer in answers[:1500]])
+        insert_answers(con, answers[:1500])
         assert answer_compressions(con) != {"ZSTD"}
     finally:
         con.close()
     with connect(db_path) as con:
-        con.executemany("INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
-                        "VALUES ($id, 1, 'q' || $id, 'openai', $answer, 'h')",
-                        [{"id": i, "answer": answer} for i, answer in answers[1500:]])
+        insert_answers(con, answers[1500:])
         assert answer_compressions(con) == {"ZSTD"}
         assert con.execute("SELECT response_id, answer FROM responses ORDER BY response_id").fetchall() == answers
 
@@ -143,9 +145,7 @@ def test_a_store_in_a_storage_format_without_zstd_gets_every_migration_and_keeps
     con = duckdb.connect(str(db_path), config={"storage_compatibility_version": "v1.1.0"})
     try:
         migrate(con, upto=8)
-        con.executemany("INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash) "
-                        "VALUES ($id, 1, 'q' || $id, 'openai', $answer, 'h')",
-                        [{"id": i, "answer": answer} for i, answer in answers])
+        insert_answers(con, answers)
     finally:
         con.close()
     with connect(db_path) as con:
