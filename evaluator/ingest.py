@@ -37,7 +37,7 @@ from evaluator.results import write_evaluation_counts, write_response_results
 from evaluator.rules import load_rules
 from evaluator.spill import POOL, SpilledBatches, spill_folder
 from evaluator.staging import OwnedFolder, Stage, attached_in_transaction, copy_back, staging_area
-from evaluator.store import atomic, connect, fetch_one, fetch_value, memory_limited, next_id
+from evaluator.store import atomic, connect, drop_quietly, fetch_one, fetch_value, memory_limited, next_id
 from evaluator.types import CHECK_NAMES
 
 TEMPLATES = ("T1", "T2", "T3")
@@ -788,12 +788,6 @@ def _add_annotations(row: int, annotations: list[Any], cols: Columns) -> None:
         buffer["created_us"].append(None if annotation.created_at is None else round(annotation.created_at * 1e6))
 
 
-def _unregister(con: duckdb.DuckDBPyConnection, view: str) -> None:
-    """Drop a registered view; after an error the transaction is aborted and DuckDB refuses even
-    this, which must not hide the error itself."""
-    with contextlib.suppress(duckdb.Error):
-        con.unregister(view)
-
 
 def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
     """Ids are never reused: a deleted run's id must not be taken by an unrelated new response."""
@@ -833,8 +827,7 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers
         if cols.labels or cols.annotations["row"]:
             _load_annotations(con, run_id, base, cols)
     finally:
-        for view in ("new_questions", "new_chunks"):
-            _unregister(con, view)
+        drop_quietly(con, views=("new_questions", "new_chunks"))
 
 
 def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
@@ -853,8 +846,7 @@ def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols
         con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
                     {"base": base})
     finally:
-        _unregister(con, "new_responses")
-        _unregister(con, "new_retrieved")
+        drop_quietly(con, views=("new_responses", "new_retrieved"))
 
 
 def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
@@ -870,7 +862,7 @@ def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: in
             {"base": base, "run": run_id},
         )
     finally:
-        _unregister(con, "new_responses")
+        drop_quietly(con, views=("new_responses",))
 
 
 def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recorded: pa.Table) -> None:
@@ -899,7 +891,7 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
             {**names, "evaluation": evaluation_id, "reason": RECORDED_REASON, "base": base},
         )
     finally:
-        _unregister(con, "new_recorded")
+        drop_quietly(con, views=("new_recorded",))
     write_response_results(con, evaluation_id, run_id)
     write_evaluation_counts(con, evaluation_id)
 
@@ -928,5 +920,4 @@ def _load_annotations(con: duckdb.DuckDBPyConnection, run_id: int, base: int, co
             {"base": base, "source": IMPORTED},
         )
     finally:
-        _unregister(con, "new_labels")
-        _unregister(con, "new_annotations")
+        drop_quietly(con, views=("new_labels", "new_annotations"))

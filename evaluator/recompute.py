@@ -22,7 +22,7 @@ from evaluator.results import write_evaluation_counts
 from evaluator.rules import Rules, load_rules, rules_from_text
 from evaluator.run_lookup import run_id_for
 from evaluator.staging import RunChangedError, Stage, attached, copy_back, snapshot_run, staging_area
-from evaluator.store import atomic, connect, fetch_one, fetch_value, next_id
+from evaluator.store import atomic, connect, drop_quietly, fetch_one, fetch_value, next_id
 from evaluator.types import FLAG_NAMES, GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
 from evaluator.workers import die_with_parent, worker_pool
 
@@ -602,7 +602,7 @@ def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: 
         try:
             con.execute(APPEND_SQL[table].format(into="", rows="evaluated_rows"), {"evaluation": evaluation_id})
         finally:
-            con.unregister("evaluated_rows")
+            drop_quietly(con, views=("evaluated_rows",))
 
 
 def _evaluate_all(batches: Iterator[_Batch], init_args: tuple[Any, ...], workers: int) -> Iterator[_Results]:

@@ -37,7 +37,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from evaluator.store import migrate, quote_ident, quote_literal, resolve_db_path
+from evaluator.store import drop_quietly, migrate, quote_ident, quote_literal, resolve_db_path
 
 # Tables a run is made of, and the SQL that selects one run's rows of each ($run: its run_id).
 # Rows go in in response order: the work reads them back in ranges of response ids, which
@@ -275,7 +275,7 @@ def snapshot_run(con: duckdb.DuckDBPyConnection, run_id: int, stage: Stage, *,
                 con.execute(f"INSERT INTO {alias}.{quote_ident(table)} {select}", params)
     finally:
         if responses is not None:
-            con.unregister(ids)
+            drop_quietly(con, views=(ids,))
 
 
 def copy_back(con: duckdb.DuckDBPyConnection, alias: str, table: str, where: str = "true",

@@ -399,6 +399,19 @@ def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection
     con.execute("COMMIT")
 
 
+def drop_quietly(con: duckdb.DuckDBPyConnection, *, views: tuple[str, ...] = (),
+                 temp_tables: tuple[str, ...] = ()) -> None:
+    """Unregister ``views`` and drop ``temp_tables`` in a ``finally``. After a failed statement
+    DuckDB has aborted the transaction and refuses even these; that refusal must not take the
+    place of the error itself (the rollback removes what the transaction made anyway)."""
+    for view in views:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(view)
+    for table in temp_tables:
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"DROP TABLE IF EXISTS temp.{quote_ident(table)}")
+
+
 @contextmanager
 def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
     """DuckDB's memory limit for the connection's instance (every cursor of it) while the block

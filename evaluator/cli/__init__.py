@@ -114,7 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except FileNotFoundError as exc:
         print(f"evaluator: error: {exc}", file=sys.stderr)
         return 2
-    except Exception:
+    except Exception as exc:
+        import duckdb  # loaded already by any command that reached the store
+
+        if isinstance(exc, duckdb.ConstraintException) and not _TERMINATED_BY:
+            # every write runs in one transaction (store.atomic): the refusal rolled it back
+            print(f"evaluator: error: the store refused the write, nothing was written: {exc}", file=sys.stderr)
+            return 1
         if not _TERMINATED_BY:
             raise
         # SIGTERM came while DuckDB ran a query: DuckDB stops the query and raises its own

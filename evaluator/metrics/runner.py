@@ -21,7 +21,7 @@ from evaluator.recompute import RUN_ROWS_SQL, response_input
 from evaluator.rules import Rules, load_rules
 from evaluator.run_lookup import run_id_for
 from evaluator.staging import RunChangedError, attached, snapshot_run, staging_area
-from evaluator.store import atomic, connect, fetch_one
+from evaluator.store import atomic, connect, drop_quietly, fetch_one
 from evaluator.types import ResponseInput
 
 METRIC = "trust_score"
@@ -216,9 +216,7 @@ def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overr
                        SELECT i.metric_result_id, r.response_id, r.refused, r.refused_by, r.answerable, r.ac_q
                        FROM metric_rows r JOIN metric_ids i USING (position)""")
     finally:
-        for view in ("metric_scores", "metric_rows"):
-            con.unregister(view)
-        con.execute("DROP TABLE IF EXISTS temp.metric_ids")
+        drop_quietly(con, views=("metric_scores", "metric_rows"), temp_tables=("metric_ids",))
     return [ProviderMetrics(i, provider, score) for i, (provider, score, _) in zip(ids, computed, strict=True)]
 
 
