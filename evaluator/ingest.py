@@ -788,7 +788,6 @@ def _add_annotations(row: int, annotations: list[Any], cols: Columns) -> None:
         buffer["created_us"].append(None if annotation.created_at is None else round(annotation.created_at * 1e6))
 
 
-
 def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
     """Ids are never reused: a deleted run's id must not be taken by an unrelated new response."""
     return int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "

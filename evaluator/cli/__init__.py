@@ -118,8 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         import duckdb  # loaded already by any command that reached the store
 
         if isinstance(exc, duckdb.ConstraintException) and not _TERMINATED_BY:
-            # every write runs in one transaction (store.atomic): the refusal rolled it back
-            print(f"evaluator: error: the store refused the write, nothing was written: {exc}", file=sys.stderr)
+            # every write runs in one transaction (store.atomic): the refusal rolled that one back
+            print(f"evaluator: error: the store refused a write, which was rolled back: {exc}", file=sys.stderr)
             return 1
         if not _TERMINATED_BY:
             raise

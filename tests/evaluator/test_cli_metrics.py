@@ -85,7 +85,7 @@ def test_llm_judge_without_configuration_is_a_clear_error(cli, sample_store, mon
     assert "EVALUATOR_JUDGE_MODEL" in result.stderr or "model" in result.stderr
 
 
-def test_a_write_the_store_refuses_names_its_own_error_and_writes_nothing(cli, db_path):
+def test_a_write_the_store_refuses_names_its_own_error_and_is_rolled_back(cli, db_path):
     # A store whose metric_results already holds the id its sequence gives next (edited by hand,
     # say): the INSERT fails inside the write window's transaction. The user sees that refusal,
     # not DuckDB's "transaction is aborted" from the cleanup after it.
@@ -99,7 +99,7 @@ def test_a_write_the_store_refuses_names_its_own_error_and_writes_nothing(cli, d
     result = cli("metrics", "--run", "toy", "--judge", "heuristic", db=db_path)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        'evaluator: error: the store refused the write, nothing was written: Constraint Error: '
+        'evaluator: error: the store refused a write, which was rolled back: Constraint Error: '
         'Duplicate key "metric_result_id: 1" violates primary key constraint.']
     con = duckdb.connect(str(db_path), read_only=True)
     assert con.execute("SELECT provider FROM metric_results").fetchall() == [("by hand",)]
