@@ -227,8 +227,10 @@ def inline(text: str | None) -> str:
     return break_autolinks(" ".join((text or "").split()).translate(_INLINE_TABLE))
 
 
-def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float) -> str:
-    """Retrieved items with scores as a safe HTML table; items below the threshold are dimmed."""
+def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, recorded: bool = True) -> str:
+    """Retrieved items with scores as a safe HTML table; items below the threshold are dimmed.
+    ``recorded`` False: the run's file records no retrieval, so no items is not "nothing was
+    retrieved" (issue 28)."""
     rows = []
     for item in items:
         score = item.get("score")
@@ -246,6 +248,8 @@ def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float) -> str
             f'unicode-bidi:isolate">'
             f'{escape_text(str(item.get("text") or ""))}</td></tr>'
         )
+    if not rows and not recorded:
+        return '<div style="opacity:0.7">The run records no retrieval: what was retrieved is not known.</div>'
     if not rows:
         return '<div style="opacity:0.7">Nothing was retrieved for this response.</div>'
     head = "".join(f'<th style="text-align:left;padding:0.25rem 0.5rem">{h}</th>'

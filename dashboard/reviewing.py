@@ -86,8 +86,8 @@ def checks(rows: Sequence[Mapping[str, Any]]) -> None:
     st.markdown("\n".join(lines) if lines else "_No checks in this evaluation._")
 
 
-def retrieved(items: Sequence[Mapping[str, Any]], threshold: float) -> None:
-    html(highlight.retrieved_table(items, threshold))
+def retrieved(items: Sequence[Mapping[str, Any]], threshold: float, *, recorded: bool = True) -> None:
+    html(highlight.retrieved_table(items, threshold, recorded=recorded))
 
 
 def question(text: str | None) -> None:

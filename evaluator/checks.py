@@ -502,7 +502,7 @@ def _retrieval_check_sql(q: SqlCase) -> str:
 
 @check("retrieval_check", order=20,
        reads=("retrieval.min_score", "rulesets.t3_not_applicable", "profile.answerability"),
-       sql=_retrieval_check_sql)
+       sql=_retrieval_check_sql, needs_retrieval=True)
 def retrieval_check(ctx: Context) -> CheckResult:
     """At least one retrieved item scores >= the threshold; and an expected shloka id is retrieved."""
     name = "retrieval_check"
@@ -745,7 +745,8 @@ def _no_hallucination_sql(q: SqlCase) -> str:
 @check("no_hallucination", order=60, reads=(
     "profile.citation_pattern", "flags.potential_hallucination.price_pattern",
     "flags.potential_hallucination.proper_noun_pattern", "flags.potential_hallucination.exempt_question_terms",
-    "profile.allowlist", "rulesets.proper_nouns", "rulesets.function_words"), sql=_no_hallucination_sql)
+    "profile.allowlist", "rulesets.proper_nouns", "rulesets.function_words"), sql=_no_hallucination_sql,
+       needs_retrieval=True)
 def no_hallucination(ctx: Context) -> CheckResult:
     """No potential hallucination (SPEC §5) and every cited shloka was retrieved."""
     name = "no_hallucination"

@@ -13,7 +13,7 @@ from typing import Any
 from evaluator import checks as _checks  # noqa: F401 - registers the checks
 from evaluator import flags as _flags  # noqa: F401 - registers the flags
 from evaluator.checks import Context, result
-from evaluator.registry import get_check, get_flag
+from evaluator.registry import NO_RETRIEVAL_REASON, REGISTRY, get_check, get_flag
 from evaluator.rules import CompiledProfile, CompiledRules, Rules, compiled
 from evaluator.types import (
     CHECK_NAMES,
@@ -27,16 +27,21 @@ from evaluator.types import (
     ResponseInput,
 )
 
-_Plan = tuple[CompiledRules, CompiledProfile, frozenset[str], tuple[tuple[str, Callable[..., Any] | None], ...],
-              tuple[Callable[..., Any], ...], frozenset[str] | None]
+# (compiled rules, profile, checks N/A for a T3 refusal, (check name, its function or None when the
+# profile does not apply it, whether it needs the retrieved items) per check, (flag function, whether
+# it needs the retrieved items) per flag, the refined rule's function words)
+_Plan = tuple[CompiledRules, CompiledProfile, frozenset[str],
+              tuple[tuple[str, Callable[..., Any] | None, bool], ...],
+              tuple[tuple[Callable[..., Any], bool], ...], frozenset[str] | None]
 
 
 def _plan(ruleset: str, rules: Rules, profile: str) -> _Plan:
     comp = compiled(rules)
     prof = comp.profile(profile)
     t3_na = comp.t3_not_applicable(ruleset)
-    check_fns = tuple((name, get_check(name) if name in prof.checks else None) for name in CHECK_NAMES)
-    flag_fns = tuple(get_flag(name) for name in FLAG_NAMES)
+    check_fns = tuple((name, get_check(name) if name in prof.checks else None,
+                       REGISTRY.entry("check", name).needs_retrieval) for name in CHECK_NAMES)
+    flag_fns = tuple((get_flag(name), REGISTRY.entry("flag", name).needs_retrieval) for name in FLAG_NAMES)
     return comp, prof, t3_na, check_fns, flag_fns, comp.refined_nouns(ruleset)
 
 
@@ -60,11 +65,17 @@ def _evaluate(resp: ResponseInput, plan: _Plan, with_spans: bool) -> ResponseEva
     comp, prof, t3_na, check_fns, flag_fns, function_words = plan
     ctx = Context(resp, comp, prof, t3_na, with_spans, function_words)
     not_applicable = prof.profile.not_applicable_reason
+    # A run that records no retrieval: what the retrieved items decide is unknown, not "nothing was
+    # retrieved" (issue 28). Such checks are N/A and such flags are not raised, whatever they are.
+    unknown = resp.retrieval_recorded is False
     results = tuple([
-        _run_check(name, fn, ctx) if fn is not None else result(name, NA, not_applicable)
-        for name, fn in check_fns
+        result(name, NA, not_applicable) if fn is None
+        else result(name, NA, NO_RETRIEVAL_REASON) if unknown and needs
+        else _run_check(name, fn, ctx)
+        for name, fn, needs in check_fns
     ])
-    raised = tuple([f for f in [_run_flag(fn, ctx) for fn in flag_fns] if f is not None])
+    raised = tuple([f for f in [_run_flag(fn, ctx) for fn, needs in flag_fns if not (unknown and needs)]
+                    if f is not None])
     overall = PASS if all(r.verdict != FAIL for r in results) else FAIL
     return ResponseEvaluation(results, raised, overall, ctx.is_t3)
 

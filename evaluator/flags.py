@@ -28,7 +28,7 @@ def banner_text(rules: Rules, flag_name: str) -> str | None:
     return rules.banner(flag_name)
 
 
-@flag("no_context_warning", severity="warning", order=10, reads=("retrieval.min_score",),
+@flag("no_context_warning", severity="warning", order=10, reads=("retrieval.min_score",), needs_retrieval=True,
       sql=lambda q: "CASE WHEN (n_scores > 0 OR n_items = 0) AND n_above = 0 THEN $sev_no_context_warning END")
 def no_context_warning(ctx: Context) -> FlagResult | None:
     """Nothing was retrieved, or every scored item is below the threshold. Items without a
@@ -56,7 +56,7 @@ def refusal_detected(ctx: Context) -> FlagResult | None:
     "flags.potential_hallucination.price_pattern", "flags.potential_hallucination.proper_noun_pattern",
     "flags.potential_hallucination.exempt_question_terms", "profile.allowlist", "rulesets.proper_nouns",
     "rulesets.function_words"), options=("price_pattern", "proper_noun_pattern", "exempt_question_terms"),
-      sql=lambda q: "CASE WHEN unverified IS NOT NULL THEN $sev_potential_hallucination END")
+      sql=lambda q: "CASE WHEN unverified IS NOT NULL THEN $sev_potential_hallucination END", needs_retrieval=True)
 def potential_hallucination(ctx: Context) -> FlagResult | None:
     """A price or proper noun that the retrieved items do not contain."""
     spans = ctx.unverified()

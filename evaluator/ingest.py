@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,15 +20,17 @@ import pyarrow.compute as pc
 from evaluator import search_index
 from evaluator.formats import Label, PeerRun, read_peer
 from evaluator.formats.column_map import apply_map, parse_map
-from evaluator.formats.detect import json_format
+from evaluator.formats.detect import csv_header, file_format, json_format
+from evaluator.formats.inspect_log import is_eval_zip, looks_zipped, read_eval_zip
 from evaluator.formats.peer import context_id
+from evaluator.formats.phoenix import read as read_phoenix
+from evaluator.formats.ragas import read as read_ragas
 from evaluator.ingest_fast import OPTIONAL_STRINGS, Known, add_plain_record, answer_hash
 from evaluator.ingest_parallel import read_plain_jsonl
 from evaluator.readers import (
     PEER_FORMATS,
     InputError,
     Record,
-    detect_format,
     json_list_records,
     read_json_document,
     read_records,
@@ -44,6 +48,8 @@ TEMPLATES = ("T1", "T2", "T3")
 VERDICTS = ("PASS", "FAIL", "N/A")
 # One shared str per verdict: millions of recorded verdicts then cost a pointer each.
 CANONICAL_VERDICTS = {verdict: verdict for verdict in VERDICTS}
+# Peers' formats whose files are one JSON document (the others: Ragas CSV, Phoenix JSONL, Inspect's .eval zip)
+JSON_PEER_FORMATS = ("inspectorraget", "promptfoo", "inspect", "deepeval")
 # Profiles come from the rules (evaluator.rules); these are the defaults ingest picks from.
 TEMPLATED_PROFILE = "ramayana"  # a run whose responses follow templates T1-T3
 GENERIC_PROFILE = "rag"  # any other run, when the rules define it ...
@@ -54,6 +60,16 @@ KNOWN_FIELDS = {
     "recorded_checks", "comment", "outcome", "expected_ids",
 }
 RECORDED_REASON = "recorded by the source evaluator"
+# A file's own verdict of a whole response (promptfoo's `success`, DeepEval's): the recorded
+# evaluation's overall verdict, whatever its checks say. Grades of the tool's own that are none of
+# our checks are kept as recorded checks named TOOL:NAME (`promptfoo:llm-rubric`).
+RECORDED_OVERALL = "overall"
+GRADE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,30}:[^\x00-\x1f\x7f]{1,100}")
+
+
+def is_grade_name(name: object) -> bool:
+    """A tool's own grade: TOOL:NAME, printable, short (pages show it beside our checks)."""
+    return isinstance(name, str) and GRADE_NAME.fullmatch(name) is not None
 
 
 RESPONSE_SCHEMA = pa.schema([
@@ -96,6 +112,9 @@ class Columns:
     labels: list[Label] = field(default_factory=list)
     n_responses: int = 0
     any_template: bool = False
+    # Some record holds `retrieved` (an empty list included). A file that records retrieval for no
+    # response stores its responses as retrieval_recorded = false: unknown, not "nothing retrieved".
+    records_retrieval: bool = False
     response_batches: SpilledBatches = field(init=False)
     retrieved_batches: SpilledBatches = field(init=False)
     recorded_batches: SpilledBatches = field(init=False)
@@ -157,6 +176,16 @@ class Columns:
 
 
 @dataclass(frozen=True)
+class Understood:
+    """What ingest says it understood of a peer's file, beside the columns themselves."""
+
+    version: str | None = None  # the format's version, as the file states it
+    answer_fields: dict[str, int] = field(default_factory=dict)  # a JSON output's field that gave the answer -> n
+    file_passed: tuple[int, int] | None = None  # (passed, failed) by the file's own summary
+    ignored: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class IngestResult:
     run_id: int
     name: str
@@ -182,6 +211,7 @@ class PreparedRun:
     columns: Columns
     # Where the columns' batches are kept (evaluator.spill); removed with the last reference to it.
     folder: OwnedFolder = field(compare=False, repr=False)
+    understood: Understood = field(default_factory=lambda: Understood())
 
     @property
     def n_responses(self) -> int:
@@ -189,6 +219,35 @@ class PreparedRun:
 
     def close(self) -> None:
         self.folder.cleanup()
+
+    def summary(self) -> dict[str, Any]:
+        """What the run holds, as ingest says it understood the file: its providers (with their
+        responses), whether its file recorded retrieval and how many items, its recorded verdicts
+        (responses with any, and their overall PASS / FAIL as the recorded evaluation counts them),
+        the tool's own grades beside our checks, and its human labels and ratings."""
+        cols = self.columns
+        providers = cols.response_batches.table(["provider"]).group_by("provider").aggregate([("provider", "count")])
+        recorded = cols.recorded_table()
+        con = duckdb.connect()  # in memory: the store is not held again for what the run holds
+        con.register("recorded", recorded)
+        overall = con.execute(
+            """SELECT count(*), count(*) FILTER (WHERE verdict = 'PASS'), count(*) FILTER (WHERE verdict = 'FAIL')
+               FROM (SELECT coalesce(any_value(verdict) FILTER (WHERE check_name = $overall),
+                                     CASE WHEN bool_or(verdict = 'FAIL') THEN 'FAIL' ELSE 'PASS' END) AS verdict
+                     FROM recorded GROUP BY "row")""",
+            {"overall": RECORDED_OVERALL}).fetchone()
+        con.close()
+        assert overall is not None
+        names = pc.unique(recorded["check_name"].combine_chunks().cast(pa.string())).to_pylist()
+        return {
+            "providers": dict(sorted(zip(providers["provider"].to_pylist(), providers["provider_count"].to_pylist(),
+                                         strict=True))),
+            "records_retrieval": cols.records_retrieval,
+            "retrieved_items": cols.retrieved_batches.table(["row"]).num_rows,
+            "recorded_responses": int(overall[0]), "recorded_pass": int(overall[1]), "recorded_fail": int(overall[2]),
+            "tool_grades": sorted(name for name in names if is_grade_name(name)),
+            "labels": len(cols.labels), "ratings": len(cols.annotations["row"]),
+        }
 
     def __enter__(self) -> PreparedRun:
         return self
@@ -200,18 +259,29 @@ class PreparedRun:
 def prepare_run(
     path: str | Path, *, name: str | None = None, fmt: str | None = None, profile: str | None = None,
     progress: bool = False, column_map: str | dict[str, str] | None = None, rules: str | Path | None = None,
-    fast: bool = True, spill_to: Path | None = None,
+    fast: bool = True, spill_to: Path | None = None, provider: str | None = None, answer_path: str | None = None,
+    more_paths: Sequence[str | Path] = (),
 ) -> PreparedRun:
     """Read and validate a run file without touching any store. `fmt`: one of readers.ALL_FORMATS
-    (default: from the extension, and for JSON from the content); `column_map`: "field=column,..."
+    (default: told from the content, evaluator.formats.detect); `column_map`: "field=column,..."
     (JSONL, CSV, Parquet, JSON lists); `rules`: the rules file whose profiles are allowed (default:
     the shipped rules); `fast=False`: every record through the full validation (the reference the
     quick pass of evaluator.ingest_fast is tested against); `spill_to`: the folder where the
     batches of the run are kept until it is stored (evaluator.spill; default: the system's
-    temporary folder; staging.staging_folder(db) keeps them on the store's disk). Raises InputError."""
+    temporary folder; staging.staging_folder(db) keeps them on the store's disk); `provider`: the
+    provider of a file that names none (default: the run's name); `answer_path`: the field of a
+    provider's JSON-object output that holds the answer (default: the first of peer.ANSWER_KEYS);
+    `more_paths`: further exports of the same run (Phoenix: one file of LLM spans, one of
+    RETRIEVER spans). Raises InputError."""
     path = Path(path)
     require_regular_file(path)  # a FIFO or /dev/zero first: it would block or never end
-    fmt = detect_format(path, fmt)
+    fmt = file_format(path, fmt)
+    extra = [Path(p) for p in more_paths]
+    for other in extra:
+        require_regular_file(other)
+        if fmt != "phoenix" or file_format(other, None) != "phoenix":
+            raise InputError(str(other), None, None, "several files make one run only for Phoenix span exports "
+                             "(LLM and RETRIEVER spans); ingest other files one at a time")
     profiles = _profile_names(path, rules)
     if profile is not None and profile not in profiles:
         raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; the rules define "
@@ -220,19 +290,36 @@ def prepare_run(
     run_name = name or path.stem
     folder = spill_folder(spill_to)
     try:
-        return _prepare(path, fmt, profile, profiles, progress, mapping, run_name, fast, folder)
+        return _prepare(path, fmt, profile, profiles, progress, mapping, run_name, fast, folder,
+                        _Options(provider or run_name, answer_path, extra))
     except BaseException:
         folder.cleanup()
         raise
 
 
+@dataclass(frozen=True)
+class _Options:
+    provider: str  # of a file that names none
+    answer_path: str | None
+    more_paths: list[Path]
+
+
 def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...], progress: bool,
-             mapping: dict[str, str] | None, run_name: str, fast: bool, folder: OwnedFolder
+             mapping: dict[str, str] | None, run_name: str, fast: bool, folder: OwnedFolder, options: _Options
              ) -> PreparedRun:
     digest = hashlib.sha256()
     records: Any
     peer: PeerRun | None = None
-    if fmt == "json" or fmt in PEER_FORMATS:
+    if mapping is not None and fmt in PEER_FORMATS and fmt not in ("ragas",):
+        raise InputError(str(path), None, None, f"--map applies to JSONL, JSON lists, CSV and Parquet, "
+                         f"not to {fmt} files (their fields are known)")
+    if fmt == "inspect" and (is_eval_zip(path) or looks_zipped(path) or path.suffix.lower() == ".eval"):
+        if not is_eval_zip(path):
+            raise InputError(str(path), None, None, "not a readable .eval archive: an Inspect log is a zip "
+                             "holding header.json (is the file complete?)")
+        peer = read_peer(path, fmt, read_eval_zip(path, digest), provider=options.provider)
+        records = iter(peer.records)
+    elif fmt == "json" or fmt in JSON_PEER_FORMATS:
         doc = read_json_document(path, digest)
         shape = json_format(doc) if mapping is None else "json"
         if fmt == "json":
@@ -240,18 +327,24 @@ def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...
         elif shape != fmt and mapping is None and shape in PEER_FORMATS:
             raise InputError(str(path), None, None, f"--format {fmt} was given but this is a {shape} file")
         if fmt in PEER_FORMATS:
-            if mapping is not None:
-                raise InputError(str(path), None, None, f"--map applies to JSONL, JSON lists, CSV and Parquet, "
-                                 f"not to {fmt} files (their fields are known)")
-            peer = read_peer(path, fmt, doc)
+            peer = read_peer(path, fmt, doc, provider=options.provider, answer_path=options.answer_path)
             records = iter(peer.records)
         else:
             records = json_list_records(path, doc)
         del doc
+    elif fmt == "ragas" and mapping is None:
+        peer = read_ragas(path, csv_header(path), read_records(path, "csv", digest, long_csv=True),
+                          provider=options.provider)
+        records = iter(peer.records)
+    elif fmt == "phoenix":
+        spans = ((file, line, span) for file in (path, *options.more_paths)
+                 for line, span in read_records(file, "jsonl", digest))
+        peer = read_phoenix(path, spans, provider=options.provider, answer_path=options.answer_path)
+        records = iter(peer.records)
     else:
-        records = read_records(path, fmt, digest, long_csv=mapping is not None)
+        records = read_records(path, "csv" if fmt == "ragas" else fmt, digest, long_csv=mapping is not None)
     if mapping is not None:
-        records = apply_map(path, records, mapping, default_provider=run_name)
+        records = apply_map(path, records, mapping, default_provider=options.provider)
     # A large plain JSONL file is read by worker processes; anything else, or anything they do not
     # take (then the messages come from here), is read in this process.
     parallel = None
@@ -266,7 +359,14 @@ def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...
         has_templates = columns.any_template or any(columns.questions["expected_template"])
         profile = TEMPLATED_PROFILE if has_templates and TEMPLATED_PROFILE in profiles else (
             GENERIC_PROFILE if GENERIC_PROFILE in profiles else FALLBACK_PROFILE)
-    return PreparedRun(path, fmt, run_name, profile, content_hash or digest.hexdigest(), columns, folder)
+    return PreparedRun(path, fmt, run_name, profile, content_hash or digest.hexdigest(), columns, folder,
+                       _understood(peer))
+
+
+def _understood(peer: PeerRun | None) -> Understood:
+    if peer is None:
+        return Understood()
+    return Understood(peer.version, dict(peer.answer_fields), peer.file_passed, tuple(peer.ignored))
 
 
 def _profile_names(path: Path, rules: str | Path | None) -> tuple[str, ...]:
@@ -715,6 +815,7 @@ def _add_retrieved(
         return
     if not isinstance(value, list):
         raise InputError(where, line_no, "retrieved", f"expected a list of {{id, text, score}}, got {type_name(value)}")
+    cols.records_retrieval = True
     retrieved = cols.retrieved
     for rank, item in enumerate(value):
         field_name = f"retrieved[{rank}]"
@@ -757,19 +858,21 @@ def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns)
     for check_name, verdict in value.items():
         if verdict is None:  # a Parquet struct holds every check; None means "not recorded here"
             continue
-        if check_name not in CHECK_NAMES:
+        if check_name not in CHECK_NAMES and check_name != RECORDED_OVERALL and not is_grade_name(check_name):
             raise InputError(
                 where, line_no, f"recorded_checks.{check_name}",
-                f"unknown check; expected one of {', '.join(CHECK_NAMES)}",
+                f"unknown check; expected one of {', '.join(CHECK_NAMES)}, '{RECORDED_OVERALL}', "
+                "or a tool's own grade named TOOL:NAME",
             )
         cleaned = CANONICAL_VERDICTS.get(verdict) if isinstance(verdict, str) else None
         if cleaned is None and isinstance(verdict, str):  # " pass", "na": tolerated spellings
             upper = verdict.strip().upper()
             cleaned = CANONICAL_VERDICTS.get("N/A" if upper in ("NA", "N\\A") else upper)
-        if cleaned is None:
+        if cleaned is None or (check_name == RECORDED_OVERALL and cleaned == "N/A"):
+            expected = "PASS or FAIL" if check_name == RECORDED_OVERALL else "PASS, FAIL or N/A"
             raise InputError(
                 where, line_no, f"recorded_checks.{check_name}",
-                f"unknown verdict {verdict!r}; expected PASS, FAIL or N/A",
+                f"unknown verdict {verdict!r}; expected {expected}",
             )
         cols.recorded["row"].append(row)
         cols.recorded["check_name"].append(str(check_name))
@@ -838,9 +941,9 @@ def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols
         con.execute(
             """INSERT INTO responses
                SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
-                      classification, answerable, comment, outcome, metadata::JSON, source_line
+                      classification, answerable, comment, outcome, metadata::JSON, source_line, $recorded
                FROM new_responses""",
-            {"base": base, "run": run_id},
+            {"base": base, "run": run_id, "recorded": cols.records_retrieval},
         )
         con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
                     {"base": base})
@@ -865,7 +968,9 @@ def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: in
 
 
 def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recorded: pa.Table) -> None:
-    """Recorded verdicts become an evaluation of ruleset 'recorded', like any recomputation."""
+    """Recorded verdicts become an evaluation of ruleset 'recorded', like any recomputation: our
+    six checks, the tool's own grades beside them, and the file's own overall verdict where it
+    gives one (else, as for any evaluation, every check that is not N/A passed)."""
     evaluation_id = next_id(con, "evaluation_ids")
     n = pc.count_distinct(recorded["row"]).as_py()  # a response without any recorded verdict was not evaluated
     con.execute(
@@ -880,6 +985,7 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
         # response, its verdicts picked by name: no join of millions of verdicts with the responses.
         names = {f"check{index}": name for index, name in enumerate(CHECK_NAMES)}
         picked = ", ".join(f"any_value(verdict) FILTER (WHERE check_name = ${key})" for key in names)
+        params = {"evaluation": evaluation_id, "reason": RECORDED_REASON, "base": base}
         con.execute(
             f"""INSERT INTO check_results
                 SELECT $evaluation, "row" + $base, check_name, coalesce(verdict, 'N/A'),
@@ -887,13 +993,24 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
                 FROM (SELECT "row", unnest([{", ".join(f"${key}" for key in names)}]) AS check_name,
                              unnest([{picked}]) AS verdict
                       FROM new_recorded GROUP BY "row")""",
-            {**names, "evaluation": evaluation_id, "reason": RECORDED_REASON, "base": base},
+            {**names, **params},
+        )
+        con.execute(
+            """INSERT INTO check_results
+               SELECT $evaluation, "row" + $base, check_name, verdict, $reason, '[]' FROM new_recorded
+               WHERE check_name NOT IN (SELECT unnest($ours::VARCHAR[])) ORDER BY "row" """,
+            {**params, "ours": [*CHECK_NAMES, RECORDED_OVERALL]},
+        )
+        write_response_results(con, evaluation_id, run_id)
+        con.execute(
+            """UPDATE response_results SET overall = o.verdict
+               FROM (SELECT "row" + $base AS response_id, verdict FROM new_recorded WHERE check_name = $overall) o
+               WHERE response_results.evaluation_id = $evaluation AND response_results.response_id = o.response_id""",
+            {"evaluation": evaluation_id, "base": base, "overall": RECORDED_OVERALL},
         )
     finally:
         drop_quietly(con, views=("new_recorded",))
-    write_response_results(con, evaluation_id, run_id)
     write_evaluation_counts(con, evaluation_id)
-
 
 
 IMPORTED = "imported"  # annotations.source of ratings read from the run file

@@ -85,6 +85,7 @@ def add_plain_record(
     seen[pair] = line_no
     cols.add_response(row, line_no, question_id, provider, answer, template, answerable, metadata, optional)
     if retrieved is not NO_RETRIEVED:
+        cols.records_retrieval = True
         _buffer_retrieved(row, retrieved, cols, chunk_keys)
     if recorded:
         buffer = cols.recorded

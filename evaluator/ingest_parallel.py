@@ -56,6 +56,7 @@ class Piece:
     n_responses: int
     n_lines: int
     any_template: bool
+    records_retrieval: bool
 
 
 @dataclass
@@ -204,7 +205,7 @@ def read_piece(path: str, start: int, end: int, folder: str) -> Piece | None:
             cols.flush()
     cols.close()
     return Piece(cols.response_batches, cols.retrieved_batches, cols.recorded_batches, cols.questions, cols.chunks,
-                 cols.n_responses, line_no, cols.any_template)
+                 cols.n_responses, line_no, cols.any_template, cols.records_retrieval)
 
 
 def _piece_lines(path: str, start: int, end: int) -> Any:
@@ -242,6 +243,7 @@ def _join(joined: Joined, piece: Piece) -> bool:
             cols.chunks["text"].append(text)
     cols.n_responses += piece.n_responses
     cols.any_template = cols.any_template or piece.any_template
+    cols.records_retrieval = cols.records_retrieval or piece.records_retrieval
     joined.rows += piece.n_responses
     joined.lines += piece.n_lines
     return True

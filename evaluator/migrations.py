@@ -275,6 +275,13 @@ DROP TABLE responses;
 ALTER TABLE responses_zstd RENAME TO responses;
 """
 
+# Whether the run's file recorded retrieval at all (issue 28): FALSE when it records none (promptfoo,
+# Inspect, ...), so the retrieval checks and flags say so instead of failing for "nothing was
+# retrieved"; NULL (every response stored before) and TRUE: recorded, an empty list means nothing.
+RETRIEVAL_RECORDED = """
+ALTER TABLE responses ADD COLUMN retrieval_recorded BOOLEAN;
+"""
+
 # Migrations that change only how data is stored and use what older storage formats lack: version ->
 # the oldest storage format that has it (duckdb_databases().tags['storage_version']). A store in an
 # older format records them without running them; what it stores is the same either way.
@@ -290,4 +297,5 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (7, "annotations and labels", ANNOTATIONS),
     (8, "saved rule sets", SAVED_RULESETS),
     (9, "answers compressed with zstd", ANSWERS_ZSTD),
+    (10, "whether retrieval was recorded", RETRIEVAL_RECORDED),
 ]

@@ -27,10 +27,11 @@ import orjson
 from evaluator.types import CHECK_NAMES
 
 FORMATS = ("jsonl", "json", "csv", "parquet")
-# Peers' evaluation files (evaluator.formats): JSON documents told apart by their shape.
-PEER_FORMATS = ("inspectorraget", "promptfoo", "inspect")
+# Peers' evaluation files (evaluator.formats), told apart by their content (evaluator.formats.detect).
+PEER_FORMATS = ("inspectorraget", "promptfoo", "inspect", "deepeval", "ragas", "phoenix")
 ALL_FORMATS = FORMATS + PEER_FORMATS
-EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet"}
+EXTENSIONS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv", ".parquet": "parquet",
+              ".eval": "inspect"}
 # `expected_answer`, `gold_answer` … describe the golden set, not a provider's answer.
 GOLDEN_PREFIXES = ("expected", "gold", "reference", "ideal", "correct", "golden")
 JSON_CELLS = ("retrieved", "gold_answers", "expected_ids", "recorded_checks")
@@ -54,20 +55,6 @@ class InputError(Exception):
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         field = f" field '{self.field}':" if self.field else ""
         return f"{where}:{field} {self.problem}"
-
-
-def detect_format(path: Path, given: str | None) -> str:
-    if given:
-        if given not in ALL_FORMATS:
-            raise InputError(str(path), None, None, f"unknown format {given!r}; use one of {', '.join(ALL_FORMATS)}")
-        return given
-    fmt = EXTENSIONS.get(path.suffix.lower())
-    if fmt is None:
-        raise InputError(
-            str(path), None, None,
-            f"cannot tell the format from the extension {path.suffix!r}; pass --format {'|'.join(ALL_FORMATS)}",
-        )
-    return fmt
 
 
 BLOCK_SIZE = 1 << 23  # JSONL is read 8 MiB at a time: a 3 GB run never sits in memory whole
@@ -349,13 +336,22 @@ def read_json_document(path: Path, digest: Any) -> Any:
     return _parse_json(path, text)
 
 
+def parse_json_bytes(where: str, data: bytes) -> Any:
+    """A JSON document held in bytes (a member of an archive), as read_json_document reads a file."""
+    path = Path(where)
+    text = decode(path, data)
+    if not text or text.isspace():
+        raise InputError(where, None, None, "empty: expected a JSON document")
+    return _parse_json(path, text)
+
+
 def json_list_records(path: Path, doc: Any) -> Iterator[tuple[int, Record]]:
     """The records of a parsed JSON run file: a list of responses, or {"responses": [...]}."""
     if isinstance(doc, dict) and isinstance(doc.get("responses"), list):
         doc = doc["responses"]
     if not isinstance(doc, list):
         raise InputError(str(path), None, None, "expected a JSON list of responses (or {\"responses\": [...]}), "
-                         "or the JSON of InspectorRAGet, promptfoo or an Inspect log")
+                         "or the JSON of InspectorRAGet, promptfoo, DeepEval or an Inspect log")
     if not doc:
         raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
     for index, obj in enumerate(doc, start=1):

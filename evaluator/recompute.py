@@ -40,6 +40,7 @@ ENGINES = ("auto", "python", "sql")
 RUN_ROWS_SQL = """
 SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
        q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
+       coalesce(r.retrieval_recorded, true) AS retrieval_recorded,
        (SELECT list({'id': c.chunk_id, 'text': c.text, 'score': rt.score} ORDER BY rt.rank)
           FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
          WHERE rt.response_id = r.response_id) AS retrieved
@@ -62,7 +63,8 @@ SELECT question_id, question, expected_template, expected_routing, gold_answers,
 FROM questions WHERE run_id = $run
 """
 BATCH_ROWS_SQL = """
-SELECT r.response_id, r.question_id, r.provider, r.answer, r.template, r.classification, r.answerable
+SELECT r.response_id, r.question_id, r.provider, r.answer, r.template, r.classification, r.answerable,
+       coalesce(r.retrieval_recorded, true) AS retrieval_recorded
 FROM responses r
 WHERE r.run_id = $run AND r.response_id BETWEEN $lo AND $hi
 ORDER BY r.response_id
@@ -78,7 +80,8 @@ WHERE rt.response_id BETWEEN $lo AND $hi
 # The same three reads for a list of responses (a page's, an export's), questions joined in.
 IDS_ROWS_SQL = """
 SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
-       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids
+       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
+       coalesce(r.retrieval_recorded, true) AS retrieval_recorded
 FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
 WHERE r.response_id IN (SELECT unnest($ids::BIGINT[]))
 ORDER BY r.response_id
@@ -131,6 +134,7 @@ def _input(row: dict[str, Any], retrieved: tuple[RetrievedItem, ...]) -> Respons
         gold_answers=_gold(row["gold_answers"]),
         answerable=row["answerable"],
         expected_ids=_expected_ids(row["expected_ids"]),
+        retrieval_recorded=row["retrieval_recorded"] is not False,
     )
 
 
@@ -206,6 +210,7 @@ def _batch_inputs(batch: _Batch, questions: dict[str, dict[str, Any]] | None = N
             c[name] = [by_id[question_id] for question_id in c["question_id"]]
     golds: dict[str | None, tuple[GoldClaim, ...]] = {}
     expected: dict[str | None, tuple[str, ...]] = {}
+    recorded = c["retrieval_recorded"]  # NULL (stored before it was recorded) is recorded, as in the queries
     inputs = []
     for i, response_id in enumerate(c["response_id"]):
         gold_raw, ids_raw = c["gold_answers"][i], c["expected_ids"][i]
@@ -228,6 +233,7 @@ def _batch_inputs(batch: _Batch, questions: dict[str, dict[str, Any]] | None = N
             gold_answers=gold,
             answerable=c["answerable"][i],
             expected_ids=expected_ids,
+            retrieval_recorded=recorded[i] is not False,
         ))
     return c["response_id"], inputs
 

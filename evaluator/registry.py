@@ -37,6 +37,14 @@ class Entry:
     reads: tuple[str, ...] = ()  # the rules/profile options the decision reads ("section.key")
     options: tuple[str, ...] = ()  # flags only: the extra keys of its own [flags.<name>] table
     sql: Callable[..., str] | None = None  # checks and flags: its SQL form (evaluator/sql/fragments.py)
+    # checks and flags: the decision needs the retrieved items; for a response whose run records no
+    # retrieval (ResponseInput.retrieval_recorded False) such a check is N/A (NO_RETRIEVAL_REASON)
+    # and such a flag is not raised, by evaluate._evaluate and evaluator/sql/compile.py alike
+    needs_retrieval: bool = False
+
+
+# The reason of a check that needs the retrieved items, for a response whose run records none.
+NO_RETRIEVAL_REASON = "the run records no retrieval"
 
 
 class Registry:
@@ -48,7 +56,8 @@ class Registry:
 
     def register(self, kind: str, name: str, fn: Callable[..., Any], *, granularity: str | None = None,
                  order: int = 0, severity: str | None = None, reads: tuple[str, ...] = (),
-                 options: tuple[str, ...] = (), sql: Callable[..., str] | None = None) -> None:
+                 options: tuple[str, ...] = (), sql: Callable[..., str] | None = None,
+                 needs_retrieval: bool = False) -> None:
         if kind not in self._entries:
             raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
@@ -66,12 +75,14 @@ class Registry:
             raise ValueError(f"{kind} {name!r}: only flags have a severity and options")
         if kind == "metric" and sql is not None:
             raise ValueError(f"metric {name!r}: only checks and flags have an SQL form")
+        if kind == "metric" and needs_retrieval:
+            raise ValueError(f"metric {name!r}: only checks and flags can need the retrieved items")
         existing = self._entries[kind].get(name)
         if existing is not None:
             where = f"{getattr(existing.fn, '__module__', '?')}.{getattr(existing.fn, '__qualname__', '?')}"
             raise ValueError(f"{kind} {name!r} is already registered (by {where})")
         self._entries[kind][name] = Entry(kind, name, fn, granularity, order, severity, tuple(reads), tuple(options),
-                                          sql)
+                                          sql, bool(needs_retrieval))
         self._forget(kind)
 
     def _decorator(self, kind: str, name: str, **meta: Any) -> Callable[[F], F]:
@@ -82,12 +93,14 @@ class Registry:
         return decorate
 
     def check(self, name: str, *, order: int = 0, reads: tuple[str, ...] = (),
-              sql: Callable[..., str] | None = None) -> Callable[[F], F]:
-        return self._decorator("check", name, order=order, reads=reads, sql=sql)
+              sql: Callable[..., str] | None = None, needs_retrieval: bool = False) -> Callable[[F], F]:
+        return self._decorator("check", name, order=order, reads=reads, sql=sql, needs_retrieval=needs_retrieval)
 
     def flag(self, name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
-             options: tuple[str, ...] = (), sql: Callable[..., str] | None = None) -> Callable[[F], F]:
-        return self._decorator("flag", name, order=order, severity=severity, reads=reads, options=options, sql=sql)
+             options: tuple[str, ...] = (), sql: Callable[..., str] | None = None,
+             needs_retrieval: bool = False) -> Callable[[F], F]:
+        return self._decorator("flag", name, order=order, severity=severity, reads=reads, options=options, sql=sql,
+                               needs_retrieval=needs_retrieval)
 
     def metric(self, name: str, granularity: str = "query") -> Callable[[F], F]:
         if granularity not in GRANULARITIES:  # fail at the decorator line, not later
@@ -135,18 +148,23 @@ REGISTRY = Registry()
 
 
 def check(name: str, *, order: int = 0, reads: tuple[str, ...] = (),
-          sql: Callable[..., str] | None = None) -> Callable[[F], F]:
+          sql: Callable[..., str] | None = None, needs_retrieval: bool = False) -> Callable[[F], F]:
     """Register a check function ``fn(ctx) -> CheckResult`` under ``name``; ``sql(case)`` is the
-    same decision as one SQL expression (evaluator/sql/fragments.py; without it, Python decides)."""
-    return REGISTRY.check(name, order=order, reads=reads, sql=sql)
+    same decision as one SQL expression (evaluator/sql/fragments.py; without it, Python decides).
+    ``needs_retrieval``: the decision needs the retrieved items, so the check is N/A
+    (NO_RETRIEVAL_REASON) for a response whose run records no retrieval; neither form runs then."""
+    return REGISTRY.check(name, order=order, reads=reads, sql=sql, needs_retrieval=needs_retrieval)
 
 
 def flag(name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
-         options: tuple[str, ...] = (), sql: Callable[..., str] | None = None) -> Callable[[F], F]:
+         options: tuple[str, ...] = (), sql: Callable[..., str] | None = None,
+         needs_retrieval: bool = False) -> Callable[[F], F]:
     """Register a flag function ``fn(ctx) -> FlagResult | None`` under ``name``; ``options`` are
     the keys its ``[flags.<name>]`` table may hold besides severity and banner; ``sql(case)`` its
-    SQL form (the severity, or NULL when not raised)."""
-    return REGISTRY.flag(name, severity=severity, order=order, reads=reads, options=options, sql=sql)
+    SQL form (the severity, or NULL when not raised). ``needs_retrieval``: the decision needs the
+    retrieved items, so the flag is not raised for a response whose run records no retrieval."""
+    return REGISTRY.flag(name, severity=severity, order=order, reads=reads, options=options, sql=sql,
+                         needs_retrieval=needs_retrieval)
 
 
 def metric(name: str, granularity: str = "query") -> Callable[[F], F]:

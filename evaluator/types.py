@@ -116,6 +116,8 @@ class ResponseInput:
     gold_answers: tuple[GoldClaim, ...] = ()
     answerable: bool | None = None
     expected_ids: tuple[str, ...] = ()
+    # False when the run's file records no retrieval at all: `retrieved` is then unknown, not empty
+    retrieval_recorded: bool = True
 
 
 @dataclass(frozen=True, slots=True)

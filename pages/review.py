@@ -274,7 +274,7 @@ with left:
     st.subheader("Checks")
     reviewing.checks(checks)
     st.subheader("Retrieved items")
-    reviewing.retrieved(retrieved, shown["threshold"])
+    reviewing.retrieved(retrieved, shown["threshold"], recorded=resp["retrieval_recorded"])
 with right:
     config = load_review_config()
     reviewer = reviewing.identity_panel(config)

@@ -117,7 +117,7 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict, search: str
         with right:
             reviewing.checks(details["checks"])
             with st.expander(f"Retrieved items ({len(details['retrieved'])})"):
-                reviewing.retrieved(details["retrieved"], shown["threshold"])
+                reviewing.retrieved(details["retrieved"], shown["threshold"], recorded=row["retrieval_recorded"])
 
 
 def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]

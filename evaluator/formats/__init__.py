@@ -1,6 +1,7 @@
-"""Peers' evaluation files read into our records: InspectorRAGet, promptfoo, Inspect AI logs.
+"""Peers' evaluation files read into our records: InspectorRAGet, promptfoo, Inspect AI logs, DeepEval
+test runs (JSON documents), Ragas results (CSV) and Phoenix span exports (JSONL).
 
-Each reader takes the parsed JSON document and returns a `PeerRun`: canonical records (the
+Each JSON reader takes the parsed document and returns a `PeerRun`: canonical records (the
 fields of SPEC §3, unknown keys kept as metadata) plus, where the file has them, the run's
 human labels and each response's annotations. Every problem is an InputError naming the
 file, the record and the field; nothing is half-read.
@@ -17,8 +18,9 @@ from evaluator.readers import PEER_FORMATS
 __all__ = ["PEER_FORMATS", "Annotation", "Label", "PeerRun", "read_peer"]
 
 
-def read_peer(path: Path, fmt: str, doc: Any) -> PeerRun:
-    """Records of a peer's file in format `fmt` (one of PEER_FORMATS)."""
+def read_peer(path: Path, fmt: str, doc: Any, *, provider: str, answer_path: str | None = None) -> PeerRun:
+    """Records of a peer's JSON document in format `fmt` (one of PEER_FORMATS); `provider`: the
+    provider of a file that names none; `answer_path`: where a JSON-object output keeps its answer."""
     if fmt == "inspectorraget":
         from evaluator.formats.inspectorraget import read as read_inspectorraget
 
@@ -26,9 +28,13 @@ def read_peer(path: Path, fmt: str, doc: Any) -> PeerRun:
     if fmt == "promptfoo":
         from evaluator.formats.promptfoo import read as read_promptfoo
 
-        return read_promptfoo(path, doc)
+        return read_promptfoo(path, doc, answer_path=answer_path)
     if fmt == "inspect":
         from evaluator.formats.inspect_log import read as read_inspect_log
 
         return read_inspect_log(path, doc)
+    if fmt == "deepeval":
+        from evaluator.formats.deepeval import read as read_deepeval
+
+        return read_deepeval(path, doc, provider=provider)
     raise ValueError(f"not a peer format: {fmt!r}")

@@ -1,15 +1,80 @@
-"""Tell a JSON document's format from its shape: a peer's file, or our own list of responses."""
+"""Tell a run file's format from its content: a peer's file, or one of our own formats.
+
+The extension gives the first guess (readers.EXTENSIONS); the content decides: a zip holding
+`header.json` is an Inspect `.eval` log whatever its name, a CSV whose header is a Ragas result's
+is Ragas, a JSONL file of Phoenix spans is Phoenix, and a JSON document is told by its keys.
+"""
 
 from __future__ import annotations
 
+import csv
+import io
+from pathlib import Path
 from typing import Any
 
-from evaluator.formats import inspect_log, inspectorraget, promptfoo
+import orjson
+
+from evaluator.formats import deepeval, inspect_log, inspectorraget, phoenix, promptfoo, ragas
+from evaluator.readers import ALL_FORMATS, EXTENSIONS, InputError
+
+SNIFF_BYTES = 1 << 16  # enough for a CSV header or the first span of a JSONL file
 
 
 def json_format(doc: Any) -> str:
-    """"inspectorraget", "promptfoo", "inspect", or "json" (ours: a list of responses)."""
-    for name, module in (("inspectorraget", inspectorraget), ("promptfoo", promptfoo), ("inspect", inspect_log)):
+    """"inspectorraget", "promptfoo", "inspect", "deepeval", or "json" (ours: a list of responses)."""
+    for name, module in (("inspectorraget", inspectorraget), ("promptfoo", promptfoo), ("inspect", inspect_log),
+                         ("deepeval", deepeval)):
         if module.looks_like(doc):
             return name
     return "json"
+
+
+def file_format(path: Path, given: str | None) -> str:
+    """The format to read `path` as: `given` (--format), else told from the content."""
+    if given:
+        if given not in ALL_FORMATS:
+            raise InputError(str(path), None, None, f"unknown format {given!r}; use one of {', '.join(ALL_FORMATS)}")
+        return given
+    if inspect_log.is_eval_zip(path):
+        return "inspect"
+    fmt = EXTENSIONS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(
+            str(path), None, None,
+            f"cannot tell the format from the extension {path.suffix!r} or the content; "
+            f"pass --format {'|'.join(ALL_FORMATS)}",
+        )
+    if fmt == "csv" and ragas.looks_like(csv_header(path)):
+        return "ragas"
+    if fmt == "jsonl" and phoenix.looks_like(_first_jsonl_record(path)):
+        return "phoenix"
+    return fmt
+
+
+def _head(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(SNIFF_BYTES)
+    except OSError:
+        return ""  # the reader names the problem
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def csv_header(path: Path) -> list[str]:
+    """The names in a CSV file's first line ([] when there is none to read)."""
+    text = _head(path)
+    first_line = text.splitlines()[0] if text else ""
+    try:
+        return next(csv.reader(io.StringIO(first_line)), [])
+    except csv.Error:
+        return []
+
+
+def _first_jsonl_record(path: Path) -> Any:
+    for line in _head(path).split("\n"):
+        if line.strip():
+            try:
+                return orjson.loads(line)
+            except orjson.JSONDecodeError:
+                return None  # a long first line, or not JSON: the reader says which
+    return None

@@ -1,4 +1,5 @@
-"""Peers' pass/fail grades as recorded verdicts of our checks, where they mean the same thing.
+"""Peers' pass/fail grades as recorded verdicts: each under its own name (TOOL:NAME), and as one of
+our checks where it means the same thing.
 
 A grade maps when its name is one of our checks, or a known grader of the same question
 (promptfoo's `context-faithfulness` is our `no_hallucination`; Inspect's `match` and
@@ -61,6 +62,14 @@ def verdict_of(value: Any) -> str | None:
     if isinstance(value, str):
         return INSPECT_LETTERS.get(value.strip().upper())
     return None
+
+
+def record(verdicts: dict[str, str], check: str | None, own_name: str, verdict: str) -> None:
+    """One grade of a tool: under its own name (TOOL:NAME), and as our check where it asks the
+    same question."""
+    combine(verdicts, own_name, verdict)
+    if check is not None:
+        combine(verdicts, check, verdict)
 
 
 def combine(verdicts: dict[str, str], check: str, verdict: str) -> None:

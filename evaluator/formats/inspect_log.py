@@ -1,4 +1,5 @@
-"""Inspect AI eval logs in JSON (`inspect eval --log-format json`, or `inspect log convert`).
+"""Inspect AI eval logs: the default `.eval` format (a zip of `header.json` and `samples/*.json`)
+and JSON (`inspect eval --log-format json`, or `inspect log convert`).
 
 `{version, status, eval: {task, model, ...}, results, samples: [EvalSample]}`; each sample
 has `id`, `epoch`, `input` (a string or chat messages), `target` (a string or a list),
@@ -7,13 +8,16 @@ explanation}}` and `metadata`.
 
 Mapping: provider = the eval's model, model = the output's model, question_id = the sample id
 (with its epoch when the log ran several), question = the input (its last user message),
-answer = the completion, gold answers = the target, retrieved = the metadata key naming the
-context. Scores become recorded checks where they map (evaluator.formats.grades); all of them
-stay in metadata (`inspect`).
+answer = the completion (else the first choice's text parts; reasoning parts are left out), gold
+answers = the target, retrieved = the metadata key naming the context. Pass/fail scores (letters
+C/I/P/N, 1/0, true/false) become recorded checks `inspect:<scorer>`, and also ours where they map
+(evaluator.formats.grades); all of them stay in metadata (`inspect`).
 """
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +26,70 @@ from evaluator.formats.peer import (
     CONTEXT_KEYS,
     PeerRun,
     Where,
+    each_object,
     first_key,
     gold_answers,
+    grade_name,
     last_user_turn,
     message_text,
     require_object,
     retrieved_texts,
 )
-from evaluator.readers import Record, type_name
+from evaluator.readers import InputError, Record, parse_json_bytes, type_name
+
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def is_eval_zip(path: Path) -> bool:
+    """An Inspect `.eval` log: a zip holding header.json (told from the content, not the name)."""
+    try:
+        with path.open("rb") as handle:
+            if handle.read(4) != ZIP_MAGIC:
+                return False
+        with zipfile.ZipFile(path) as archive:
+            return "header.json" in archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+
+
+def looks_zipped(path: Path) -> bool:
+    """Starts as a zip does (a damaged `.eval` log still does)."""
+    try:
+        with path.open("rb") as handle:
+            return handle.read(4) == ZIP_MAGIC
+    except OSError:
+        return False
+
+
+def read_eval_zip(path: Path, digest: Any) -> dict[str, Any]:
+    """An `.eval` log as the JSON log's document: the header's fields and its samples, in the
+    order Inspect numbers them (`samples/<id>_epoch_<n>.json`). Raises InputError."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror or exc})") from None
+    digest.update(data)
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            if "header.json" not in names:
+                raise InputError(str(path), None, "header.json", "not in the archive: not an Inspect .eval log")
+            doc = parse_json_bytes(f"{path}!header.json", archive.read("header.json"))
+            if not isinstance(doc, dict):
+                raise InputError(f"{path}!header.json", None, None, f"expected an object, got {type_name(doc)}")
+            sample_names = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")),
+                                  key=_sample_order)
+            doc["samples"] = [parse_json_bytes(f"{path}!{name}", archive.read(name)) for name in sample_names]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as exc:
+        raise InputError(str(path), None, None, f"not a readable .eval archive ({exc})") from None
+    return doc
+
+
+def _sample_order(name: str) -> tuple[int, int | str, int]:
+    stem = name[len("samples/"):-len(".json")]
+    sample, _, epoch = stem.rpartition("_epoch_")
+    epoch_n = int(epoch) if epoch.isdigit() else 0
+    return (0, int(sample), epoch_n) if sample.isdigit() else (1, sample or stem, epoch_n)
 
 
 def looks_like(doc: Any) -> bool:
@@ -50,13 +110,26 @@ def read(path: Path, doc: Any) -> PeerRun:
     if not samples:
         raise top.error("samples", "no samples: nothing to ingest")
     several_epochs = any(isinstance(s, dict) and s.get("epoch", 1) != 1 for s in samples)
-    run = PeerRun(records=[])
-    for index, sample in enumerate(samples):
-        where = Where(path, index + 1, f"samples[{index}]")
-        if not isinstance(sample, dict):
-            raise where.error(None, f"expected an object, got {type_name(sample)}")
+    version = doc.get("version")
+    run = PeerRun(records=[], version=f"log v{version}" if version is not None else None,
+                  file_passed=_accuracy(doc.get("results")))
+    for index, where, sample in each_object(path, samples, "samples"):
         run.records.append((index + 1, _record(where, sample, provider, several_epochs)))
     return run
+
+
+def _accuracy(results: Any) -> tuple[int, int] | None:
+    """(passed, failed) by the log's own results, when it has one scorer with an accuracy."""
+    scores = results.get("scores") if isinstance(results, dict) else None
+    if not isinstance(scores, list) or len(scores) != 1 or not isinstance(scores[0], dict):
+        return None
+    scored = scores[0].get("scored_samples")
+    metrics = scores[0].get("metrics")
+    accuracy = metrics.get("accuracy", {}).get("value") if isinstance(metrics, dict) else None
+    if not isinstance(scored, int) or isinstance(scored, bool) or not isinstance(accuracy, int | float):
+        return None
+    passed = round(accuracy * scored)
+    return passed, scored - passed
 
 
 def _record(where: Where, sample: dict[str, Any], provider: str, several_epochs: bool) -> Record:
@@ -124,8 +197,8 @@ def _scores(where: Where, sample: dict[str, Any]) -> tuple[dict[str, str], dict[
         value = score["value"]
         check = grades.check_for(name)
         verdict = grades.verdict_of(value)
-        if check is not None and verdict is not None:
-            grades.combine(recorded, check, verdict)
+        if verdict is not None:
+            grades.record(recorded, check, grade_name("inspect", name), verdict)
         kept[name] = {key: item for key, item in (
             ("value", value), ("explanation", score.get("explanation")), ("check", check if verdict else None))
             if item is not None}

@@ -7,7 +7,8 @@ timestamp?}}}` and maybe its own `contexts`. Version 1 (no `schema_version`) nam
 value}`; both are read alike (as InspectorRAGet's own migrator does).
 
 Mapping: provider = model_id (the model's display name kept as `model`), question_id =
-task_id, question = the last user turn of `input`, retrieved = the contexts (text given, or
+task_id, question = the last user turn of `input`, answer = `output` (`{type, value}`, text, or chat
+messages as IBM's own exports hold it: the last assistant message), retrieved = the contexts (text given, or
 the `document_id`'s text in `documents`; no score), gold answers = the text targets,
 answerable = the task's answerability filter field. Algorithmic metric values go to the
 response's metadata (`{"metrics": {...}}`); human metrics become labels and annotations,
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from evaluator.annotations import scale_number
-from evaluator.formats.peer import Annotation, Label, PeerRun, Where, last_user_turn, require_object
+from evaluator.formats.peer import Annotation, Label, PeerRun, Where, last_user_turn, message_text, require_object
 from evaluator.readers import Record, type_name
 
 # What the answerability field says -> answerable. PARTIAL: answerable in part (MT-RAG);
@@ -50,7 +51,7 @@ def read(path: Path, doc: Any) -> PeerRun:
     if not results:
         raise top.error(results_key, "no results: nothing to ingest")
     labels, reasons = _labels(metrics)
-    run = PeerRun(records=[], labels=labels)
+    run = PeerRun(records=[], labels=labels, version=f"schema {version}")
     for index, result in enumerate(results):
         where = Where(path, index + 1, f"{results_key}[{index}]")
         if not isinstance(result, dict):
@@ -277,8 +278,11 @@ def _answer(where: Where, result: dict[str, Any]) -> str:
         output = result["output"]
         if isinstance(output, str):
             return output
+        if isinstance(output, list):  # chat messages, as IBM's own exports hold them
+            return _assistant_text(where, output)
         if not isinstance(output, dict):
-            raise where.error("output", f"expected an object {{type, value}}, got {type_name(output)}")
+            raise where.error("output", f"expected an object {{type, value}} or a list of messages, "
+                              f"got {type_name(output)}")
         if output.get("type", "text") != "text":
             raise where.error("output.type", f"only text outputs can be reviewed, got {output.get('type')!r}")
         value = output.get("value")
@@ -291,6 +295,23 @@ def _answer(where: Where, result: dict[str, Any]) -> str:
         raise where.error("output", "missing required field (or 'model_response' in schema version 1)"
                           if value is None else f"'model_response' is {type_name(value)}, expected a string")
     return value
+
+
+def _assistant_text(where: Where, messages: list[Any]) -> str:
+    """The answer of an output held as chat messages: the last assistant (or, without roles, the
+    last) message's text."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, dict):
+            raise where.error(f"output[{index}]", f"expected a message {{role, content}}, got {type_name(message)}")
+        role = message.get("role", message.get("speaker"))
+        if role not in (None, "assistant", "agent", "model"):
+            continue
+        text = message_text(message.get("content", message.get("text", message.get("value"))))
+        if text is None:
+            raise where.error(f"output[{index}].content", "expected text, or a list of parts holding text")
+        return text
+    raise where.error("output", "no assistant message: nothing to review")
 
 
 def _score_value(score: Any) -> Any:

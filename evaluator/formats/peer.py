@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from evaluator.readers import InputError, Record, type_name
 
@@ -42,6 +46,15 @@ class PeerRun:
     records: list[tuple[int, Record]]
     labels: list[Label] = field(default_factory=list)
     annotations: dict[int, list[Annotation]] = field(default_factory=dict)
+    # What ingest prints of what it understood (evaluator.cli.ingest):
+    version: str | None = None  # the format's version as the file states it
+    answer_fields: dict[str, int] = field(default_factory=dict)  # a JSON output's field that gave the answer -> n
+    file_passed: tuple[int, int] | None = None  # (passed, failed) by the file's own summary
+    ignored: list[str] = field(default_factory=list)  # what the file holds that the run does not keep
+
+    def count_answer_field(self, path: str | None) -> None:
+        if path is not None:
+            self.answer_fields[path] = self.answer_fields.get(path, 0) + 1
 
 
 class Where:
@@ -84,6 +97,15 @@ class Where:
         if required and not text.strip():
             raise self.error(key, "must not be empty")
         return text
+
+
+def each_object(path: Path, items: list[Any], prefix: str) -> Iterator[tuple[int, Where, dict[str, Any]]]:
+    """(index, place, item) of a list of records that must each be an object (record = index + 1)."""
+    for index, item in enumerate(items):
+        where = Where(path, index + 1, f"{prefix}[{index}]")
+        if not isinstance(item, dict):
+            raise where.error(None, f"expected an object, got {type_name(item)}")
+        yield index, where, item
 
 
 def require_object(path: Path, doc: Any, what: str) -> dict[str, Any]:
@@ -156,3 +178,48 @@ def gold_answers(where: Where, key: str, value: Any) -> list[list[str]] | None:
         aliases = [item for item in value if item.strip()]
         return [aliases] if aliases else None
     raise where.error(key, f"expected a string or a list of strings, got {type_name(value)}")
+
+
+# The fields a provider's JSON reply most often keeps its answer in, in the order they are tried.
+ANSWER_KEYS = ("answer", "output", "text", "content", "response")
+
+
+def answer_of(where: Where, key: str, output: Any, answer_path: str | None = None
+              ) -> tuple[str, str | None, dict[str, Any] | None]:
+    """The text a user reads of a provider's output: the text itself, or, for a JSON object,
+    its answer field (`answer_path` "a.b", else the first of ANSWER_KEYS holding text), with the
+    dotted path used and the rest of the object (kept in metadata). An object without such a
+    field is kept as its JSON text."""
+    if isinstance(output, str):
+        return output, None, None
+    if isinstance(output, dict):
+        path = answer_path.split(".") if answer_path else None
+        candidates = [path] if path else [[name] for name in ANSWER_KEYS]
+        for parts in candidates:
+            value: Any = output
+            for part in parts:
+                value = value.get(part) if isinstance(value, dict) else None
+            if isinstance(value, str):
+                rest = _without(output, parts)
+                return value, ".".join(parts), rest or None
+            if path:
+                raise where.error(key, f"--answer-path {answer_path}: no text there in this output")
+    # structured output (JSON mode, tool calls) without an answer field: its JSON text
+    return orjson.dumps(output).decode(), None, None
+
+
+def _without(obj: dict[str, Any], parts: list[str]) -> dict[str, Any]:
+    if len(parts) == 1:
+        return {k: v for k, v in obj.items() if k != parts[0]}
+    inner = obj.get(parts[0])
+    return {**obj, parts[0]: _without(inner, parts[1:])} if isinstance(inner, dict) else dict(obj)
+
+
+GRADE_CHARS = re.compile(r"[^0-9A-Za-z_.()\[\]=,/+ -]+")
+
+
+def grade_name(tool: str, name: str) -> str:
+    """A tool's own grade as a recorded check name, TOOL:NAME (evaluator.ingest.is_grade_name):
+    printable and short, whatever the file calls it."""
+    cleaned = GRADE_CHARS.sub("_", name).strip() or "grade"
+    return f"{tool}:{cleaned[:80]}"

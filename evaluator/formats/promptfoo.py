@@ -1,4 +1,5 @@
-"""promptfoo eval output (`promptfoo eval -o results.json`), version 3 and later.
+"""promptfoo eval output (`promptfoo eval -o results.json`): results version 2, 3 and later, with or
+without the `metadata` block (promptfoo before ~0.50 wrote none).
 
 `{evalId, results: {version, timestamp, prompts, results: [EvaluateResult], stats}, config}`;
 each EvaluateResult has `testIdx`, `promptIdx`, `vars` (or `testCase.vars`), `provider: {id,
@@ -9,16 +10,17 @@ label}`, `prompt: {raw, label}`, `response: {output}`, `success`, `score`, `erro
 Mapping: question = the var naming the question (else the rendered prompt), question_id =
 the `question_id`/`id` var (else the test's index), provider = the provider's label (else its
 id; with several prompts, the prompt's label is added), model = the provider's id, retrieved
-and gold answers = the vars naming context and expected output. Grades become recorded checks
-where they map (evaluator.formats.grades); all of them stay in metadata (`promptfoo`).
+and gold answers = the vars naming context and expected output, answer = the output's text (an
+HTTP provider's JSON object: its answer field, peer.answer_of; the rest stays in metadata). The
+row's `success` is the recorded overall verdict; each assertion's pass/fail is a recorded check
+`promptfoo:<metric or type>`, and also ours where it maps (evaluator.formats.grades). All grades also
+stay in metadata (`promptfoo`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from evaluator.formats import grades
 from evaluator.formats.peer import (
@@ -27,8 +29,11 @@ from evaluator.formats.peer import (
     QUESTION_KEYS,
     PeerRun,
     Where,
+    answer_of,
+    each_object,
     first_key,
     gold_answers,
+    grade_name,
     require_object,
     retrieved_texts,
 )
@@ -43,24 +48,47 @@ def looks_like(doc: Any) -> bool:
     return "evalId" in doc or (isinstance(results, dict) and "results" in results)
 
 
-def read(path: Path, doc: Any) -> PeerRun:
+def read(path: Path, doc: Any, *, answer_path: str | None = None) -> PeerRun:
     doc = require_object(path, doc, "a promptfoo results file")
     top = Where(path, None, "")
     summary = top.mapping(doc, "results")
     rows = Where(path, None, "results").items(summary, "results")
     if not rows:
         raise top.error("results.results", "no results: nothing to ingest")
-    several_prompts = len({row.get("promptIdx") for row in rows if isinstance(row, dict)}) > 1
-    run = PeerRun(records=[])
-    for index, row in enumerate(rows):
-        where = Where(path, index + 1, f"results.results[{index}]")
-        if not isinstance(row, dict):
-            raise where.error(None, f"expected an object, got {type_name(row)}")
-        run.records.append((index + 1, _record(where, row, several_prompts)))
+    # promptfoo numbers its prompts per provider (promptIdx 0 and 1 can be one prompt of two
+    # providers): several prompts are several labels.
+    several_prompts = len({_prompt_label(row) for row in rows if isinstance(row, dict)}) > 1
+    run = PeerRun(records=[], version=_version(doc, summary), file_passed=_stats(summary))
+    for index, where, row in each_object(path, rows, "results.results"):
+        run.records.append((index + 1, _record(where, row, several_prompts, run, answer_path)))
     return run
 
 
-def _record(where: Where, row: dict[str, Any], several_prompts: bool) -> Record:
+def _version(doc: dict[str, Any], summary: dict[str, Any]) -> str:
+    metadata = doc.get("metadata")
+    tool = metadata.get("promptfooVersion") if isinstance(metadata, dict) else None
+    results = summary.get("version")
+    parts = (f"results v{results}" if results is not None else None,
+             f"promptfoo {tool}" if isinstance(tool, str) else None)
+    return " ".join(part for part in parts if part) or "unknown version"
+
+
+def _stats(summary: dict[str, Any]) -> tuple[int, int] | None:
+    stats = summary.get("stats")
+    if not isinstance(stats, dict):
+        return None
+    passed, failed, errors = (_count(stats.get(key)) for key in ("successes", "failures", "errors"))
+    if passed is None or failed is None:
+        return None
+    return passed, failed + (errors or 0)
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _record(where: Where, row: dict[str, Any], several_prompts: bool, run: PeerRun, answer_path: str | None
+            ) -> Record:
     test_case = where.mapping(row, "testCase", required=False)
     variables = row.get("vars", test_case.get("vars"))
     if variables is None:
@@ -69,14 +97,15 @@ def _record(where: Where, row: dict[str, Any], several_prompts: bool) -> Record:
         raise where.error("vars", f"expected an object, got {type_name(variables)}")
     provider_id, provider = _provider(where, row)
     if several_prompts:
-        prompt = row["prompt"] if isinstance(row.get("prompt"), dict) else {}
-        provider = f"{provider} [{prompt.get('label') or 'prompt ' + str(row.get('promptIdx'))}]"
+        provider = f"{provider} [{_prompt_label(row)}]"
+    answer, answer_field, rest = _answer(where, row, answer_path)
+    run.count_answer_field(answer_field)
     record: Record = {
         "question_id": _question_id(where, row, variables),
         "question": _question(where, row, variables),
         "provider": provider,
         "model": provider_id,
-        "answer": _answer(where, row),
+        "answer": answer,
     }
     context_key = first_key(variables, CONTEXT_KEYS)
     if context_key is not None:
@@ -84,14 +113,29 @@ def _record(where: Where, row: dict[str, Any], several_prompts: bool) -> Record:
     expected_key = first_key(variables, EXPECTED_KEYS)
     if expected_key is not None:
         record["gold_answers"] = gold_answers(where, f"vars.{expected_key}", variables[expected_key])
-    recorded, kept = _grades(where, row)
+    recorded, kept = _grades(where, row, test_case)
+    success = row.get("success")
+    if isinstance(success, bool):
+        recorded["overall"] = "PASS" if success else "FAIL"
     if recorded:
         record["recorded_checks"] = recorded
     record["promptfoo"] = {key: value for key, value in (
-        ("success", row.get("success")), ("score", row.get("score")), ("latencyMs", row.get("latencyMs")),
-        ("error", row.get("error")), ("grades", kept or None),
+        ("success", success), ("score", row.get("score")), ("latencyMs", row.get("latencyMs")),
+        ("error", row.get("error")), ("grades", kept or None), ("output", rest),
         ("namedScores", row.get("namedScores") or None)) if value is not None}
     return record
+
+
+def _prompt_label(row: dict[str, Any]) -> str:
+    """The prompt's label (promptfoo makes it from the prompt's text when the config names none)."""
+    prompt = row["prompt"] if isinstance(row.get("prompt"), dict) else {}
+    label = prompt.get("label")
+    if isinstance(label, str) and label.strip():
+        return label if len(label) <= PROMPT_LABEL_CHARS else label[:PROMPT_LABEL_CHARS - 1] + "…"
+    return f"prompt {row.get('promptIdx')}"
+
+
+PROMPT_LABEL_CHARS = 60  # of a prompt's label in a provider's name
 
 
 def _provider(where: Where, row: dict[str, Any]) -> tuple[str, str]:
@@ -137,25 +181,25 @@ def _question(where: Where, row: dict[str, Any], variables: dict[str, Any]) -> s
     raise where.error("vars", f"no question: no var named {', '.join(QUESTION_KEYS)} and no prompt.raw")
 
 
-def _answer(where: Where, row: dict[str, Any]) -> str:
+def _answer(where: Where, row: dict[str, Any], answer_path: str | None
+            ) -> tuple[str, str | None, dict[str, Any] | None]:
     response = row.get("response")
     if response is None:
         if row.get("error"):
-            return ""  # the provider failed: an empty answer, the error kept in metadata
+            return "", None, None  # the provider failed: an empty answer, the error kept in metadata
         raise where.error("response", "missing required field")
     if not isinstance(response, dict):
         raise where.error("response", f"expected an object {{output}}, got {type_name(response)}")
     output = response.get("output")
     if output is None:
         if response.get("error") or row.get("error"):
-            return ""
+            return "", None, None
         raise where.error("response.output", "missing required field")
-    if isinstance(output, str):
-        return output
-    return orjson.dumps(output).decode()  # structured output (JSON mode, tool calls): its JSON text
+    return answer_of(where, "response.output", output, answer_path)
 
 
-def _grades(where: Where, row: dict[str, Any]) -> tuple[dict[str, str], list[dict[str, Any]]]:
+def _grades(where: Where, row: dict[str, Any], test_case: dict[str, Any]
+            ) -> tuple[dict[str, str], list[dict[str, Any]]]:
     grading = row.get("gradingResult")
     if grading is None:
         return {}, []
@@ -166,19 +210,24 @@ def _grades(where: Where, row: dict[str, Any]) -> tuple[dict[str, str], list[dic
         raise where.error("gradingResult.componentResults", f"expected a list, got {type_name(components)}")
     recorded: dict[str, str] = {}
     kept = []
+    # Components without their assertion (older files) are in the order of the test's asserts.
+    listed = test_case.get("assert")
+    asserts: list[Any] = listed if isinstance(listed, list) else []
     for index, component in enumerate(components):
         if not isinstance(component, dict):
             raise where.error(f"gradingResult.componentResults[{index}]",
                               f"expected an object, got {type_name(component)}")
-        assertion = component["assertion"] if isinstance(component.get("assertion"), dict) else {}
+        assertion = component.get("assertion")
+        if not isinstance(assertion, dict):
+            assertion = asserts[index] if index < len(asserts) and isinstance(asserts[index], dict) else {}
         passed = component.get("pass")
         if not isinstance(passed, bool):
             raise where.error(f"gradingResult.componentResults[{index}].pass",
                               f"expected true or false, got {passed!r}")
         kind, metric = assertion.get("type"), assertion.get("metric")
         check = grades.check_for(metric if isinstance(metric, str) else None, kind if isinstance(kind, str) else None)
-        if check is not None:
-            grades.combine(recorded, check, "PASS" if passed else "FAIL")
+        own = next((name for name in (metric, kind) if isinstance(name, str) and name.strip()), "assertion")
+        grades.record(recorded, check, grade_name("promptfoo", own), "PASS" if passed else "FAIL")
         kept.append({key: value for key, value in (
             ("type", kind), ("metric", metric), ("pass", passed), ("score", component.get("score")),
             ("reason", component.get("reason")), ("check", check)) if value is not None})

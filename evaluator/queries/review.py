@@ -28,7 +28,8 @@ __all__ = [
 RESPONSE_SQL = """
 SELECT r.response_id, r.run_id, run.name AS run, run.profile, r.question_id, q.question, r.provider, r.model,
        r.answer, r.answer_hash, r.template, q.expected_template, q.expected_routing, r.classification,
-       r.answerable, r.comment, r.outcome, r.metadata, q.gold_answers, q.expected_ids
+       r.answerable, r.comment, r.outcome, r.metadata, q.gold_answers, q.expected_ids,
+       coalesce(r.retrieval_recorded, true) AS retrieval_recorded
 FROM responses r
 JOIN runs run ON run.run_id = r.run_id
 JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id

@@ -33,3 +33,4 @@ def evaluations(con: duckdb.DuckDBPyConnection, run_name: str) -> list[dict[str,
     ).fetchall()
     keys = ["evaluation_id", "ruleset", "rules_hash", "created_at", "duration_s", "n_responses"]
     return [dict(zip(keys, row, strict=True)) for row in rows]
+

@@ -277,7 +277,8 @@ def count(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> int:
 
 PAGE_COLUMNS = """r.response_id, r.question_id, r.provider, r.model, r.template, eff.template_group AS template_group,
        q.question, r.answer, r.comment, r.outcome, eff.overall, eff.computed_overall, eff.overridden,
-       (SELECT count(*) FROM overrides o WHERE o.response_id = r.response_id) AS n_overrides"""
+       (SELECT count(*) FROM overrides o WHERE o.response_id = r.response_id) AS n_overrides,
+       coalesce(r.retrieval_recorded, true) AS retrieval_recorded"""
 
 
 def page_and_count(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_number: int = 1,

@@ -21,7 +21,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evaluator.registry import FLAG, Entry, check_entries, flag_entries
+from evaluator.registry import FLAG, NO_RETRIEVAL_REASON, Entry, check_entries, flag_entries
 from evaluator.rules import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.sql.fragments import NA, WS, SqlCase, pair
 from evaluator.sql.re2 import ANSWER_PARAMS, CLEAN_SQL, answer_gate, clean_of, min_width, straightened, to_re2
@@ -420,8 +420,12 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     raised = flag_entries() if flags else ()
     case = sql_case(rules, ruleset, profile)
     columns = _columns(chosen, raised, case, prof.checks)
+    no_cands = "[]::STRUCT(t VARCHAR, p BOOLEAN, k BIGINT)[]"
     if not re.search(r"\bunverified\b", columns):
-        cands = "[]::STRUCT(t VARCHAR, p BOOLEAN, k BIGINT)[]"  # no column reads them: none worked out
+        cands = no_cands  # no column reads them: none worked out
+    elif all(e.needs_retrieval for e in (*chosen, *raised) if e.sql and re.search(r"\bunverified\b", e.sql(case))):
+        # only what needs the retrieved items reads them, and none of it runs without recorded retrieval
+        cands = f"CASE WHEN retrieval_recorded THEN {cands} ELSE {no_cands} END"
 
     def max_words_filter(k: int) -> str:
         base = f"list_filter(list_transform(aliases, lambda a: {_norm_answer('a')}), lambda a: a <> '')"
@@ -433,6 +437,7 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     sql = f"""
 WITH resp AS (  -- the answer straightened, as Python matches it (text_norm.straighten)
   SELECT r.response_id, r.question_id, r.template, r.classification, r.answerable,
+         coalesce(r.retrieval_recorded, true) AS retrieval_recorded,  -- NULL: stored before it was recorded
          {straightened('a')} AS answer,
          {clean_of(RESPONSE_TEXTS)} AS r_clean
   FROM (SELECT *, coalesce(answer, '') AS a FROM responses) r
@@ -540,11 +545,34 @@ FROM f5
     return CompiledRun(sql, params, regexes)
 
 
+NO_RETRIEVAL = pair(NA, "'" + NO_RETRIEVAL_REASON.replace("'", "''") + "'")
+
+
+def _check_column(e: Entry, case: SqlCase, applied: frozenset[str]) -> str:
+    """A check's column: its registered SQL form; N/A with the profile's reason when the profile
+    does not apply it; for one that needs the retrieved items, N/A with NO_RETRIEVAL_REASON on a
+    response whose run records no retrieval (as evaluate._evaluate)."""
+    if e.name not in applied or e.sql is None:
+        return pair(NA, "$nar")
+    if e.needs_retrieval:
+        return f"CASE WHEN NOT retrieval_recorded THEN {NO_RETRIEVAL} ELSE {e.sql(case)} END"
+    return e.sql(case)
+
+
+def _flag_column(e: Entry, case: SqlCase) -> str:
+    """A flag's column: its registered SQL form (the severity, or NULL: not raised); one that needs
+    the retrieved items is not raised on a response whose run records no retrieval."""
+    if e.sql is None:
+        return "NULL"
+    if e.needs_retrieval:
+        return f"CASE WHEN retrieval_recorded THEN {e.sql(case)} END"
+    return e.sql(case)
+
+
 def _columns(checks: tuple[Entry, ...], flags: tuple[Entry, ...], case: SqlCase, applied: frozenset[str]) -> str:
-    """One column per check (its registered SQL form, or N/A with the profile's reason when the
-    profile does not apply it) and per flag, named after it."""
-    cols = [f"  {e.sql(case) if e.name in applied and e.sql else pair(NA, '$nar')} AS {e.name}" for e in checks]
-    cols += [f"  {e.sql(case) if e.sql else 'NULL'} AS {e.name}" for e in flags]
+    """One column per check (_check_column) and per flag (_flag_column), named after it."""
+    cols = [f"  {_check_column(e, case, applied)} AS {e.name}" for e in checks]
+    cols += [f"  {_flag_column(e, case)} AS {e.name}" for e in flags]
     return ",\n".join(cols)
 
 

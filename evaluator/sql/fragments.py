@@ -13,6 +13,9 @@ curly quotes, read straightened, and ANSWER_PUNCTUATION: see compile.py and re2.
   the same through the rules' routes;
 - retrieval: ``n_items``, ``n_scores`` (items with a score), ``n_above`` (scores at or above
   $min_score), ``best``, ``missing`` (expected ids named, none retrieved) and ``missing_reason``;
+  ``retrieval_recorded`` (false: the run records no retrieval; compile.py then puts N/A in the place of
+  each check registered with ``needs_retrieval`` and NULL in that of each such flag, so a form never
+  needs to test it);
 - the answer: ``is_t3``, ``tmpl`` (the template, upper case), ``empty``, ``answerable``,
   ``refused`` (the profile's refusal rule), ``h_refusal``/``h_phrases`` (refusal patterns, refusal
   phrases), ``h_redirect`` (T3 rows), ``h_sub`` (refused T3 rows), ``h_markers`` (T2 rows),

@@ -154,6 +154,13 @@ def test_an_unscored_retrieved_item_is_context_not_below_the_threshold():
     assert "no score" in visible_text(out) and "below" not in visible_text(out)
 
 
+def test_no_retrieved_items_of_a_run_that_records_no_retrieval_are_not_called_nothing_retrieved():
+    # issue 28: unknown, not empty
+    assert visible_text(retrieved_table([], 0.35)) == "Nothing was retrieved for this response."
+    assert visible_text(retrieved_table([], 0.35, recorded=False)) == (
+        "The run records no retrieval: what was retrieved is not known.")
+
+
 @given(st.text(), st.lists(st.tuples(st.integers(-5, 60), st.integers(-5, 60),
                                      st.sampled_from(["proper_noun", "unverified_price", "odd<kind>"]))))
 def test_any_text_and_spans_render_the_text_exactly_and_no_tag_of_its_own(text, raw_spans):

@@ -154,6 +154,32 @@ def test_a_store_in_a_storage_format_without_zstd_gets_every_migration_and_keeps
         assert "ZSTD" not in answer_compressions(con)
 
 
+def test_responses_stored_before_migration_10_read_as_recording_retrieval(db_path: Path) -> None:
+    # issue 28: the column is NULL for them, which every reader takes as "recorded": an empty
+    # retrieval there still means nothing was retrieved
+    from evaluator.evaluate import evaluate
+    from evaluator.recompute import load_responses
+    from evaluator.rules import load_rules
+
+    con = duckdb.connect(str(db_path))
+    try:
+        migrate(con, upto=9)
+        assert "retrieval_recorded" not in columns(con, "responses")
+        con.execute("INSERT INTO runs VALUES (1, 'old', 'old.jsonl', 'jsonl', 'abc', 'ramayana', now(), 1, NULL)")
+        con.execute("INSERT INTO questions (run_id, question_id, question) VALUES (1, 'q1', 'Who?')")
+        insert_answers(con, [(1, "Rama went to the forest.")])
+    finally:
+        con.close()
+    with connect(db_path) as con:
+        assert applied_versions(con) == VERSIONS
+        assert "retrieval_recorded" in columns(con, "responses")
+        assert fetch_value(con, "SELECT retrieval_recorded FROM responses WHERE response_id = 1") is None
+        resp = load_responses(con, [1])[1]
+    assert resp.retrieval_recorded is True
+    result = evaluate(resp, ruleset="t3_aware", rules=load_rules(), profile="ramayana").check("retrieval_check")
+    assert (result.verdict, result.reason) == ("FAIL", "nothing was retrieved")
+
+
 def test_reopening_a_migrated_store_applies_nothing(db_path: Path) -> None:
     with connect(db_path) as con:
         before = con.execute(

@@ -56,6 +56,9 @@ response = st.fixed_dictionaries({
                                                        "Rama Dasharatha"]), min_size=1, max_size=2), max_size=2),
     "expected_ids": st.lists(st.sampled_from(["Bala-Kanda 18.10", "Ayodhya Kanda 1.7", "kb-1"]), max_size=2),
     "answerable": st.sampled_from([None, True, False]),
+    # the store's responses.retrieval_recorded (issue 28): NULL (stored before it existed), recorded,
+    # or not (the run's file records no retrieval; drawn with items too: both engines ignore them)
+    "retrieval_recorded": st.sampled_from([None, True, False]),
 })
 
 
@@ -70,14 +73,20 @@ def _default_rules_with(old: str, new: str, *more: tuple[str, str]) -> Rules:
 
 
 def _ingested(folder: Path, rows: list[dict]) -> tuple[Path, int]:  # type: ignore[type-arg]
-    """A store in ``folder`` holding ``rows`` as run 'diff', and the run's id."""
+    """A store in ``folder`` holding ``rows`` as run 'diff', and the run's id. A row's
+    ``retrieval_recorded`` (when it has the key) is set in the store after ingest, NULL included."""
     path = folder / "run.jsonl"
     with path.open("w", encoding="utf-8") as out:
         for i, row in enumerate(rows):
-            record = {"question_id": f"q{i}", "provider": "p", **{k: v for k, v in row.items() if v is not None}}
+            record = {"question_id": f"q{i}", "provider": "p",
+                      **{k: v for k, v in row.items() if v is not None and k != "retrieval_recorded"}}
             out.write(json.dumps(record) + "\n")
     with connect(folder / "s.duckdb") as con:
         ingest_file(con, path, name="diff")
+        for i, row in enumerate(rows):
+            if "retrieval_recorded" in row:
+                con.execute("UPDATE responses SET retrieval_recorded = $recorded WHERE question_id = $q",
+                            {"recorded": row["retrieval_recorded"], "q": f"q{i}"})
         return folder / "s.duckdb", int(con.execute("SELECT run_id FROM runs").fetchone()[0])
 
 
@@ -133,7 +142,9 @@ def test_an_unverified_term_with_a_quote_is_left_to_python(tmp_path):
     holding a quote is left to Python, which quotes it so."""
     rules = _default_rules_with(r"""pattern = '\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b'""",
                                 r"""pattern = "\\b[A-Z][a-z]+'[a-z]+\\b" """)
-    rows = [{"question": "Who?", "answer": answer, "template": "T1", "expected_template": "T1"}
+    # retrieval recorded, nothing retrieved: no_hallucination decides (a file with no `retrieved` at
+    # all records no retrieval, and the check is N/A there: issue 28)
+    rows = [{"question": "Who?", "answer": answer, "template": "T1", "expected_template": "T1", "retrieved": []}
             for answer in ("Rama\u2019s bow", "Rama's bow", "no names here")]
     db, run_id = _ingested(tmp_path, rows)
     with connect(db) as con:

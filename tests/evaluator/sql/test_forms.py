@@ -9,6 +9,8 @@ from evaluator.registry import REGISTRY, check_entries, flag_entries
 from evaluator.rules import load_rules
 from evaluator.sql.compile import compile_run, sql_case
 
+NO_RETRIEVAL = "{'v': 'N/A', 'r': 'the run records no retrieval'}"
+
 
 def test_every_check_and_flag_has_an_sql_form() -> None:
     missing = [e.name for e in (*check_entries(), *flag_entries()) if e.sql is None]
@@ -24,7 +26,22 @@ def test_the_compiled_query_holds_each_registered_form_as_the_column_named_after
     applied = rules.profile(profile).checks
     for entry in (*check_entries(), *flag_entries()):
         if entry.kind == "flag" or entry.name in applied:
-            assert f"  {entry.sql(case)} AS {entry.name}" in plan.sql, entry.name
+            column = entry.sql(case)
+            if entry.needs_retrieval:  # issue 28: decided only where the run records retrieval
+                column = (f"CASE WHEN NOT retrieval_recorded THEN {NO_RETRIEVAL} ELSE {column} END"
+                          if entry.kind == "check" else f"CASE WHEN retrieval_recorded THEN {column} END")
+            assert f"  {column} AS {entry.name}" in plan.sql, entry.name
+
+
+def test_the_checks_and_flags_that_need_the_retrieved_items_are_registered_so() -> None:
+    needing = {(e.kind, e.name) for e in (*check_entries(), *flag_entries()) if e.needs_retrieval}
+    assert needing == {("check", "retrieval_check"), ("check", "no_hallucination"),
+                       ("flag", "no_context_warning"), ("flag", "potential_hallucination")}
+
+
+def test_only_checks_and_flags_can_need_the_retrieved_items() -> None:
+    with pytest.raises(ValueError, match="only checks and flags can need the retrieved items"):
+        REGISTRY.register("metric", "m_needing_retrieval", lambda rows: 0, granularity="query", needs_retrieval=True)
 
 
 def test_a_check_without_an_sql_form_leaves_every_row_to_python() -> None:
