@@ -79,7 +79,7 @@ def _load_cached(path: str, _mtime_ns: int, _size: int) -> Rules:
 # backtracking (tests/evaluator/test_rules.py, which says the new value when the file changes).
 # While the file is exactly that, a process does not analyse them again each time it starts (a
 # third of a second, most of a short CLI command's own work); edited in place, it is analysed.
-SHIPPED_RULES_SHA256 = "dcb948603ff9ef96f51f299f4c610396ecaf9bcff1eba9ca8f4ae3ce2e72e35a"
+SHIPPED_RULES_SHA256 = "bf34445d56c07bafa6367a7b7510c0f1019790fcd9f5fa0d92e3cdad532076f9"
 _SHIPPED_PATTERNS: set[PatternRule] = set()
 
 
@@ -340,12 +340,14 @@ def _abstention(r: _Reader, data: dict[str, Any]) -> AbstentionPack:
     """The optional [abstention] pack (a rules file without it has an empty pack)."""
     if "abstention" not in data:
         return AbstentionPack()
-    t = r.table(data, "abstention", "", {"version", "empty_is_refusal", "patterns"})
+    t = r.table(data, "abstention", "", {"version", "empty_is_refusal", "patterns", "hedge_markers",
+                                         "apology_words"})
     version = r.get(t, "version", "abstention", str)
     if not version.strip():
         raise r.fail("abstention.version", "empty string")
+    lists = {key: r.strings(t, key, "abstention") if key in t else () for key in ("hedge_markers", "apology_words")}
     return AbstentionPack(version, r.get(t, "empty_is_refusal", "abstention", bool),
-                          r.patterns(t, "patterns", "abstention"))
+                          r.patterns(t, "patterns", "abstention"), **lists)
 
 
 def _backtracking_problem(rule: PatternRule) -> str | None:

@@ -58,6 +58,12 @@ class AbstentionPack:
     version: str = ""
     empty_is_refusal: bool = False
     patterns: tuple[PatternRule, ...] = ()
+    # The refusal judge's hedges (issue 28): an abstention that follows one of these contrast words
+    # in its sentence ("X is Y. However, the exact date is not mentioned in the document") qualifies
+    # a partial answer and does not refuse it, unless the clause before the word is an apology
+    # ("I'm sorry, but the document does not say"). Empty: every abstention refuses.
+    hedge_markers: tuple[str, ...] = ()
+    apology_words: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

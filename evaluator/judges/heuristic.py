@@ -3,7 +3,8 @@
 An answer is refused when it contains one of the §5 refusal phrases (case-insensitive
 substring), matches one of the §4 T3 refusal patterns (regex, case-insensitive), matches the
 rules' abstention pack (issue 13: how RAG bots say their documents do not answer; an empty
-answer is a refusal when the pack says so), or holds something close to the reference
+answer is a refusal when the pack says so; an abstention that hedges a partial answer, after one of
+the pack's contrast words in its sentence, does not refuse it), or holds something close to the reference
 implementation's refusal flag "I apologize, but I couldn't find an answer" (fuzzy: difflib
 ratio over a sliding window of words). A bot profile's own refusal phrases count too.
 Curly apostrophes count like straight ones. Pure: no duckdb, no streamlit.
@@ -57,6 +58,8 @@ class HeuristicJudge:
         abstention_patterns: Iterable[str | re.Pattern[str]] = (),
         abstention_version: str = "",
         empty_is_refusal: bool = False,
+        hedge_markers: Iterable[str] = (),
+        apology_words: Iterable[str] = (),
     ) -> None:
         if not 0.0 < fuzzy_threshold <= 1.0:
             raise ValueError(f"fuzzy_threshold must be in (0, 1], got {fuzzy_threshold}")
@@ -79,6 +82,9 @@ class HeuristicJudge:
             (p.pattern, p) if isinstance(p, re.Pattern) else (p, re.compile(straighten(p), re.IGNORECASE))
             for p in abstention_patterns
         ]
+        self.hedge_markers = tuple(w for w in hedge_markers if w.strip())
+        self._hedge = _words_rx(self.hedge_markers)
+        self._apology = _words_rx(tuple(w for w in apology_words if w.strip()))
 
     @classmethod
     def from_rules(cls, rules: Rules | None = None, *, profile: str | None = None, **kwargs: Any) -> HeuristicJudge:
@@ -95,6 +101,8 @@ class HeuristicJudge:
         kwargs.setdefault("abstention_patterns", [_compiled(r.pattern, r.ignore_case) for r in pack.patterns])
         kwargs.setdefault("abstention_version", pack.version)
         kwargs.setdefault("empty_is_refusal", pack.empty_is_refusal)
+        kwargs.setdefault("hedge_markers", pack.hedge_markers)
+        kwargs.setdefault("apology_words", pack.apology_words)
         return cls(phrases, patterns, **kwargs)
 
     @property
@@ -104,8 +112,15 @@ class HeuristicJudge:
 
     @property
     def regexes(self) -> tuple[re.Pattern[str], ...]:
-        """Every compiled refusal and abstention pattern (any match refuses)."""
-        return tuple(rx for _, rx in self._patterns) + tuple(rx for _, rx in self._abstention)
+        """The compiled patterns any match of which refuses: the refusal patterns, and the
+        abstention pack's unless the judge knows hedges (then see ``hedged_regexes``)."""
+        firm = tuple(rx for _, rx in self._patterns)
+        return firm if self._hedge is not None else firm + tuple(rx for _, rx in self._abstention)
+
+    @property
+    def hedged_regexes(self) -> tuple[re.Pattern[str], ...]:
+        """The abstention patterns whose matches refuse unless they hedge (empty without hedges)."""
+        return tuple(rx for _, rx in self._abstention) if self._hedge is not None else ()
 
     @property
     def flag_words(self) -> tuple[tuple[str, ...], ...]:
@@ -124,16 +139,37 @@ class HeuristicJudge:
                 return JudgeVerdict(True, f"refusal pattern {pattern!r}", answer[m.start() : m.end()])
         if self.empty_is_refusal and not answer.strip():
             return JudgeVerdict(True, f"empty answer (abstention pack {self.abstention_version})", None)
+        asked: frozenset[str] | None = None  # the question's content words, once a hedge needs them
         for _pattern, rx in self._abstention:
-            m = rx.search(text)
-            if m:
-                return JudgeVerdict(True, f"abstention pattern of pack {self.abstention_version}: "
-                                          f"{answer[m.start() : m.end()]!r}", answer[m.start() : m.end()])
+            for m in rx.finditer(text):
+                if self._hedge is not None and asked is None:
+                    asked = content_words(question)
+                if not self._hedges(text, m.start(), asked or frozenset()):
+                    return JudgeVerdict(True, f"abstention pattern of pack {self.abstention_version}: "
+                                              f"{answer[m.start() : m.end()]!r}", answer[m.start() : m.end()])
         fuzzy = self._fuzzy_match(answer)
         if fuzzy is not None:
             flag, ratio, span = fuzzy
             return JudgeVerdict(True, f"close to refusal flag {flag!r} (similarity {ratio:.2f})", span)
         return JudgeVerdict(False, "no refusal phrase, pattern, abstention or refusal flag found", None)
+
+    def _hedges(self, text: str, start: int, asked: frozenset[str]) -> bool:
+        """Does the abstention at ``start`` hedge a partial answer? Its sentence, before it, holds a
+        contrast word that no apology precedes ("X. However, the exact date is not mentioned in
+        the document", not "I'm sorry, but the document does not say"), and what the sentence says
+        is missing, after that word, is not what was asked (a content word of the question:
+        "The score was 3-1, but the passage does not give the attendance" refuses "What was the
+        attendance?")."""
+        if self._hedge is None:
+            return False
+        sentence = max(text.rfind(end, 0, start) for end in SENTENCE_ENDS) + 1
+        ends = [i for i in (text.find(end, start) for end in SENTENCE_ENDS) if i >= 0]
+        sentence_end = min(ends) if ends else len(text)
+        for marker in self._hedge.finditer(text, sentence, start):
+            if self._apology is not None and self._apology.search(text, sentence, marker.start()):
+                continue
+            return not content_words(text[marker.end():sentence_end]) & asked
+        return False
 
     def _fuzzy_match(self, answer: str) -> tuple[str, float, str] | None:
         """Best window of words (flag length ± 2) whose similarity reaches the threshold."""
@@ -164,6 +200,32 @@ class HeuristicJudge:
                     if ratio >= self.fuzzy_threshold and (best is None or ratio > best[1]):
                         best = (flag, ratio, answer[window[0][1] : window[-1][2]])
         return best
+
+
+SENTENCE_ENDS = (".", "!", "?", "\n")
+# Words too common in questions to say what was asked (with words under four letters).
+QUESTION_WORDS = frozenset({
+    "what", "when", "where", "which", "whom", "whose", "does", "were", "will", "would", "could", "should",
+    "shall", "might", "must", "have", "been", "being", "this", "that", "these", "those", "with", "from",
+    "into", "about", "there", "their", "they", "them", "than", "then", "also", "some", "many", "much", "more",
+    "most", "such", "very", "just", "only"
+})
+_CONTENT_WORD = re.compile(r"[a-z0-9']+")
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words of ``text`` that say what it is about: lower case, four letters or more, not
+    QUESTION_WORDS."""
+    return frozenset(w for w in _CONTENT_WORD.findall(straighten(text).lower())
+                     if len(w) >= 4 and w not in QUESTION_WORDS)
+
+
+def _words_rx(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    """Any of ``words`` as a whole word (or words), case-insensitive; None for no words."""
+    if not words:
+        return None
+    return re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, straighten(w).split())) for w in words)
+                      + r")\b", re.IGNORECASE)
 
 
 def _compiled(pattern: str, ignore_case: bool) -> re.Pattern[str]:

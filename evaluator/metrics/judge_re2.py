@@ -3,7 +3,8 @@
 Clean ASCII (``evaluator.sql.re2.CLEAN_SQL``): printable ASCII plus tab, newline, form feed and
 carriage return. On such text Python's ``lower``, ``\\b``, ``\\s``, ``\\w`` and ``split`` equal
 RE2's and DuckDB's, so the expressions below decide exactly what the Python code decides
-(``fuzzy_prefilter`` is the exception on purpose: a superset, Python decides its rows).
+(``fuzzy_prefilter`` and ``hedged_prefilter`` are the exceptions on purpose: supersets, Python
+decides their rows).
 
 Why one regex each (issue 16): DuckDB runs every ``regexp_matches`` as its own pass over the
 answer; 23 patterns OR-ed together took 11x the time of the same patterns as one alternation,
@@ -66,6 +67,20 @@ def refusal_regex(judge: HeuristicJudge) -> tuple[str | None, bool]:
         parts.append(f"^{WS}*$")  # RE2's $ is the end of the text (no multi-line mode)
     # Each part in its own group: a bare alternation or a leading inline flag stays inside it.
     return ("|".join(f"(?:{p})" for p in parts) if parts else None), exact
+
+
+def hedged_prefilter(judge: HeuristicJudge) -> tuple[str | None, bool]:
+    """One RE2 regex matching a clean answer where an abstention pattern the judge may find hedged
+    matches (those answers are Python's to decide), and whether it is exact (False: some pattern
+    only Python runs, so every answer is Python's)."""
+    parts = []
+    for rx in judge.hedged_regexes:
+        other = rx.flags & ~(re.IGNORECASE | re.UNICODE)
+        converted = None if other else to_re2(rx.pattern, ignore_case=bool(rx.flags & re.IGNORECASE))
+        if converted is None:
+            return None, False
+        parts.append(converted)
+    return ("|".join(f"(?:{p})" for p in parts) if parts else None), True
 
 
 def fuzzy_prefilter(judge: HeuristicJudge) -> str | None:

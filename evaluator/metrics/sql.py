@@ -23,7 +23,7 @@ import duckdb
 import pyarrow as pa
 
 from evaluator.judges.heuristic import HeuristicJudge
-from evaluator.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, norm_sql, refusal_regex
+from evaluator.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, hedged_prefilter, norm_sql, refusal_regex
 from evaluator.metrics.trust import TrustScore, answer_correctness, is_answerable, score_from_counts
 from evaluator.recompute import load_responses
 from evaluator.sql.re2 import CLEAN_SQL, re2_compiles
@@ -156,12 +156,16 @@ def features_sql(judge: HeuristicJudge, con: duckdb.DuckDBPyConnection, *, into:
     elif refusal is not None:
         exact = False
     fuzzy = fuzzy_prefilter(judge)
-    candidate = "false"
-    if not exact or (fuzzy is not None and not re2_compiles(con, fuzzy)):
-        candidate = "true"  # Python judges every clean answer SQL did not refuse
-    elif fuzzy is not None:
-        params["fuzzy_rx"] = fuzzy
-        candidate = "regexp_matches(answer, $fuzzy_rx)"
+    hedged, hedged_exact = hedged_prefilter(judge)
+    candidates = []
+    if not exact or not hedged_exact or any(rx is not None and not re2_compiles(con, rx) for rx in (fuzzy, hedged)):
+        candidates = ["true"]  # Python judges every clean answer SQL did not refuse
+    else:
+        for key, rx in (("fuzzy_rx", fuzzy), ("hedged_rx", hedged)):
+            if rx is not None:
+                params[key] = rx
+                candidates.append(f"regexp_matches(answer, ${key})")
+    candidate = f"({' OR '.join(candidates)})" if candidates else "false"
     sql = FEATURES_SQL.format(
         into=into, chunk_clean=clean("c.text"), chunk_norm=norm_sql("c.text"), answer_clean=clean("r.answer"),
         alias_clean=clean("a"), answer_norm=norm_sql("answer"), alias_norm=norm_sql("t.a"),

@@ -10,7 +10,7 @@ import pytest
 
 from evaluator.evaluate import evaluate
 from evaluator.judges.heuristic import HeuristicJudge
-from evaluator.rules import Rules
+from evaluator.rules import Rules, load_rules
 from evaluator.types import ResponseInput
 
 LABELLED = Path(__file__).resolve().parents[1] / "fixtures" / "labelled_refusals.jsonl"
@@ -97,6 +97,60 @@ def test_refusal_detected_flag_keeps_the_seed_list(rules: Rules) -> None:
 
 
 def test_pack_is_versioned_in_the_rules(rules: Rules) -> None:
-    assert rules.abstention.version == "1"
+    assert rules.abstention.version == "2"  # 2: the judge's hedges (issue 28)
     assert rules.abstention.empty_is_refusal is True
     assert len(rules.abstention.patterns) >= 10
+
+
+# --- the judge's hedges (issue 28): a partial answer that says what the document leaves out ---
+
+
+def test_an_abstention_after_a_contrast_hedges_a_partial_answer(rules: Rules) -> None:
+    judge = HeuristicJudge.from_rules(rules)
+    answer = ("The saying comes from a sixteenth-century schoolbook. However, its precise origin is not "
+              "mentioned in the document.")
+    assert judge.judge("Where does the saying come from?", answer).refused is False
+
+
+def test_an_abstention_after_but_in_the_same_sentence_hedges(rules: Rules) -> None:
+    judge = HeuristicJudge.from_rules(rules)
+    answer = "She walks again in the episode, but the exact timing is not specified in the article."
+    assert judge.judge("When does she walk?", answer).refused is False
+
+
+def test_an_apology_before_the_contrast_is_still_a_refusal(rules: Rules) -> None:
+    judge = HeuristicJudge.from_rules(rules)
+    assert judge.judge("q", "I\u2019m sorry, but the document does not provide the opening date.").refused
+
+
+def test_an_abstention_first_is_a_refusal_whatever_follows(rules: Rules) -> None:
+    judge = HeuristicJudge.from_rules(rules)
+    answer = "The document does not provide the opening date. However, it was a busy year."
+    assert judge.judge("When did it open?", answer).refused
+
+
+def test_a_second_abstention_that_does_not_hedge_refuses(rules: Rules) -> None:
+    judge = HeuristicJudge.from_rules(rules)
+    answer = ("It opened in spring, but the exact day is not mentioned in the text. The document does not "
+              "provide anything else about it.")
+    assert judge.judge("When did it open?", answer).refused
+
+
+def test_a_hedge_that_leaves_out_what_was_asked_is_a_refusal(rules: Rules) -> None:
+    judge = HeuristicJudge.from_rules(rules)
+    answer = "The score was 3-1, but the passage does not specify the attendance."
+    assert judge.judge("What was the attendance at the final?", answer).refused
+
+
+def test_a_pack_without_hedge_markers_refuses_every_abstention(rules: Rules) -> None:
+    judge = HeuristicJudge.from_rules(rules, hedge_markers=())
+    answer = "She walks again in the episode, but the exact timing is not specified in the article."
+    assert judge.judge("When does she walk?", answer).refused
+
+
+def test_hedge_markers_must_be_a_list_of_words(tmp_path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[abstention]\nversion = "x"\nempty_is_refusal = false\npatterns = []\nhedge_markers = "but"\n',
+                   encoding="utf-8")
+    with pytest.raises(ValueError, match="abstention.hedge_markers"):
+        load_rules(bad)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evaluator.judges.heuristic import HeuristicJudge
-from evaluator.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, norm_sql, refusal_regex
+from evaluator.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, hedged_prefilter, norm_sql, refusal_regex
 from evaluator.metrics.trust import normalize
 
 SEPARATORS = [" ", " ", " ", "  ", "\t", "\n", "\r\n", "\f", " -- ", ", ", ". ", " (", ") "]
@@ -47,11 +47,32 @@ def test_norm_sql_equals_normalize_on_clean_text(con, texts):
                                            "not mentioned in the", "there is no information", "   "]),
                       min_size=1, max_size=20))
 def test_refusal_regex_refuses_what_the_judge_refuses_without_its_fuzzy_flag(con, texts):
-    judge = HeuristicJudge.from_rules(fuzzy_flags=())
+    judge = HeuristicJudge.from_rules(fuzzy_flags=(), hedge_markers=())  # without hedges: SQL alone decides
     regex, exact = refusal_regex(judge)
     assert exact and regex is not None
     assert _column(con, "regexp_matches(t, $rx)", texts, {"rx": regex}) == \
         [judge.judge("q", t).refused for t in texts]
+
+
+HEDGE_WORDS = ["However,", "but", "although", "I'm", "sorry,", "the", "document", "does not provide", "Rama", ".",
+               "not mentioned in the", "article.", "X is Y."]
+
+
+@settings(max_examples=80, deadline=None)
+@given(texts=st.lists(clean_texts(WORDS + HEDGE_WORDS), min_size=1, max_size=20))
+def test_with_hedges_sql_refuses_only_what_the_judge_refuses_and_sends_it_the_rest(con, texts):
+    # issue 28: SQL refuses by the firm patterns; an answer an abstention pattern matches is the
+    # judge's to decide (it may hedge); together they decide what the judge alone decides
+    judge = HeuristicJudge.from_rules(fuzzy_flags=())
+    assert judge.hedged_regexes
+    regex, exact = refusal_regex(judge)
+    hedged, hedged_exact = hedged_prefilter(judge)
+    assert exact and hedged_exact and regex is not None and hedged is not None
+    firm = _column(con, "regexp_matches(t, $rx)", texts, {"rx": regex})
+    candidate = _column(con, "regexp_matches(t, $rx)", texts, {"rx": hedged})
+    decided = [True if f else judge.judge("q", t).refused if c else False
+               for f, c, t in zip(firm, candidate, texts, strict=True)]
+    assert decided == [judge.judge("q", t).refused for t in texts]
 
 
 FLAG_WORDS = ["I", "i", "apologize,", "apologise", "but", "couldn't", "could", "not", "find", "an", "answer",
