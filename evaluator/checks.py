@@ -549,13 +549,15 @@ def _answers_question_sql(q: SqlCase) -> str:
       THEN {pair(PASS, "'unanswerable question, and the answer refuses (the correct answer here)'")}
       ELSE {pair(FAIL, "'unanswerable question, but the answer does not refuse'")} END
     WHEN empty THEN {pair(FAIL, "known || ', but the answer is empty'")}
+    WHEN refused AND answerable IS NULL THEN REFUSAL_UNSURE
     WHEN refused THEN {pair(FAIL, "known || ', but the answer refuses'")}
     WHEN len(gold) = 0 THEN {pair(PASS, "'answered, no short gold answer to compare' || note")}
     WHEN NOT gold_found THEN {pair(FAIL, "known || ', but none of the short gold answers appears in the answer'")}
     ELSE {pair(PASS, "'answered; a gold answer appears in the answer' || note")} END"""
         by_answerability = by_answerability.replace(
             "known", "(CASE WHEN answerable THEN 'answerable question' ELSE 'answerability unknown' END)").replace(
-            "note", "(CASE WHEN answerable THEN '' ELSE ' (answerability unknown: an answer counts as a pass)' END)")
+            "note", "(CASE WHEN answerable THEN '' ELSE ' (answerability unknown: an answer counts as a pass)' END)"
+        ).replace("REFUSAL_UNSURE", pair(NA, "'" + UNKNOWN_REFUSAL + "'"))  # after: its text says "unknown"
     else:
         by_answerability = f"""
     WHEN empty THEN {pair(FAIL, "'the answer is empty'")}
@@ -617,10 +619,16 @@ def _gold_found(ctx: Context, aliases: list[str]) -> list[str]:
     return [a for a in aliases if " " + a + " " in padded]
 
 
+# A refusal where the run does not record whether the question can be answered (issue 28).
+UNKNOWN_REFUSAL = ("answerability unknown: the answer refuses, which is right only if the question cannot be "
+                   "answered, and the run does not record whether it can")
+
+
 def _answers_by_answerability(ctx: Context) -> CheckResult:
     """The generic rule (issue 13): an unanswerable question must be refused (a refusal is the
     correct answer there, the T3 idea generalised); an answerable one must be answered, with a
-    short gold answer in it when one exists; unknown answerability: an answer passes."""
+    short gold answer in it when one exists; unknown answerability: an answer passes, and a
+    refusal is N/A (issue 28: whether it is right is not recorded)."""
     name = "answers_question"
     answerable = ctx.resp.answerable
     refused, ref_spans = ctx.refused()
@@ -633,6 +641,8 @@ def _answers_by_answerability(ctx: Context) -> CheckResult:
     if not ctx.answer.strip():
         return result(name, FAIL, f"{known}, but the answer is empty")
     if refused:
+        if answerable is None:  # issue 28: right or wrong, the run does not say
+            return result(name, NA, UNKNOWN_REFUSAL, ref_spans)
         return result(name, FAIL, f"{known}, but the answer refuses", ref_spans)
     aliases = _gold_aliases(ctx, ctx.profile.profile.gold_max_words)
     unknown_note = "" if answerable else " (answerability unknown: an answer counts as a pass)"

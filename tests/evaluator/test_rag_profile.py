@@ -169,3 +169,10 @@ def test_t3_aware_does_not_require_retrieval_for_an_unanswerable_question(check_
 def test_legacy_still_requires_retrieval_for_an_unanswerable_question(check_of: Check, make_resp: Make) -> None:
     resp = make_resp("The document does not say.", answerable=False)
     assert rag(check_of, "retrieval_check", resp, ruleset="legacy").verdict == FAIL
+
+
+def test_rag_unknown_answerability_refusal_is_not_applicable_and_says_why(check_of: Check, make_resp: Make) -> None:
+    # issue 28: a refusal is right only for a question that cannot be answered, and the run does not say
+    result = rag(check_of, "answers_question", make_resp("The document does not provide the opening date."))
+    assert result.verdict == NA
+    assert result.reason.startswith("answerability unknown: the answer refuses")
