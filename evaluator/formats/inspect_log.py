@@ -123,7 +123,7 @@ def _accuracy(results: Any) -> tuple[int, int] | None:
     scores = results.get("scores") if isinstance(results, dict) else None
     if not isinstance(scores, list) or len(scores) != 1 or not isinstance(scores[0], dict):
         return None
-    scored = scores[0].get("scored_samples")
+    scored = scores[0].get("scored_samples", results.get("completed_samples"))  # older logs: no scored_samples
     metrics = scores[0].get("metrics")
     accuracy = metrics.get("accuracy", {}).get("value") if isinstance(metrics, dict) else None
     if not isinstance(scored, int) or isinstance(scored, bool) or not isinstance(accuracy, int | float):

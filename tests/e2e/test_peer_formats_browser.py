@@ -1,4 +1,5 @@
-"""In a real browser: an InspectorRAGet run opens in Triage and in Review."""
+"""In a real browser: an InspectorRAGet run opens in Triage and in Review; a promptfoo run's own
+grades are its recorded verdicts there (issue 28)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 CLAPNQ = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspectorraget_clapnq.json"
+PROMPTFOO_HTTP = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "promptfoo_v3_http.json"
 
 
 @pytest.fixture
@@ -33,3 +35,31 @@ def test_an_inspectorraget_run_opens_in_triage_and_review(with_clapnq_run, strea
     expect(page.get_by_text("ClapNQ::103 · llama").first).to_be_visible(timeout=30_000)
     expect(page.get_by_text("Insulin comes from the liver.").first).to_be_visible()
     expect(page.get_by_text("doc-insulin").first).to_be_visible()  # the context, resolved by its document_id
+
+
+@pytest.fixture
+def with_promptfoo_run(sample_store: Path, cli) -> Path:  # type: ignore[no-untyped-def]
+    """Adds run `pf` (a promptfoo results v3 file: an HTTP provider's JSON replies, no retrieval)."""
+    cli("ingest", str(PROMPTFOO_HTTP), "--name", "pf", db=sample_store, check=True)
+    cli("recompute", "--run", "pf", "--ruleset", "t3_aware", db=sample_store, check=True)
+    return sample_store
+
+
+def test_a_promptfoo_run_shows_its_own_grades_and_the_answer_text(with_promptfoo_run, streamlit_server, page):
+    with duckdb.connect(str(with_promptfoo_run), read_only=True) as con:
+        [(rid, recorded)] = con.execute(
+            """SELECT r.response_id, (SELECT max(evaluation_id) FROM evaluations e
+                                      WHERE e.run_id = r.run_id AND e.ruleset = 'recorded')
+               FROM responses r JOIN runs USING (run_id)
+               WHERE runs.name = 'pf' AND r.provider = 'https://bot.example/query' AND r.question_id = 'test-1'
+            """).fetchall()
+
+    page.goto(f"{streamlit_server}/review?response={rid}&evaluation={recorded}")
+    # the answer, not the provider's JSON reply (whose other fields are shown as the response's metadata)
+    expect(page.locator("div.answer").first).to_have_text("The fire brigade answers on 112.", timeout=30_000)
+    expect(page.get_by_text("promptfoo:contains").first).to_be_visible()
+    expect(page.get_by_text("recorded by the source evaluator").first).to_be_visible()
+    expect(page.get_by_text("The run records no retrieval").first).to_be_visible()
+
+    page.goto(f"{streamlit_server}/before_after?run=pf&a=recorded&b=t3_aware")
+    expect(page.get_by_text("A = recorded").first).to_be_visible(timeout=30_000)

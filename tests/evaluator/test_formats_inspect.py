@@ -90,3 +90,14 @@ def test_bad_input_gets_one_message_and_writes_nothing(
     before = snapshot(db)
     assert_one_error(cli("ingest", str(path), db=db), f"{path}{where}", field, problem)
     assert snapshot(db) == before
+
+
+def test_the_logs_own_pass_count_comes_from_its_accuracy_also_without_scored_samples() -> None:
+    # older logs (inspect_ai 0.3.9x) give completed_samples and no scored_samples
+    from evaluator.formats.inspect_log import read
+
+    doc = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    doc["results"] = {"total_samples": 4, "completed_samples": 4, "scores": [
+        {"name": "model_graded_fact", "scorer": "model_graded_fact", "params": {},
+         "metrics": {"accuracy": {"name": "accuracy", "value": 0.75, "params": {}}}}]}
+    assert read(FIXTURE, doc).file_passed == (3, 1)
