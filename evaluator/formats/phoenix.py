@@ -4,8 +4,10 @@
 
 A trace is one request: its RETRIEVER spans hold the documents, its LLM spans the model's
 calls. Each outermost LLM span (one whose parent is not an LLM span: LlamaIndex records
-`acomplete` around `complete`) is a response: question = the span's prompt (`input.value`: text,
-or JSON holding `prompt`, `query_str` or chat `messages`), answer = its output's text (JSON
+`acomplete` around `complete`) is a response: question = what the span's prompt (`input.value`:
+text, or JSON holding `prompt`, `query_str` or chat `messages`) asks — its last "Query: …" or
+"Question: …" line when it ends with one, as RAG templates do (the whole prompt kept in metadata),
+else the whole prompt — answer = its output's text (JSON
 `{text}` and the like, peer.answer_of), provider = `llm.model_name` (else `--provider`, else the
 run's name), retrieved = the documents of the trace's RETRIEVER spans ({document.id,
 document.content, document.score}). When no file given holds RETRIEVER spans, retrieval is not
@@ -16,6 +18,7 @@ retriever.jsonl`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -105,9 +108,11 @@ def _record(where: Where, span: dict[str, Any], question_id: str, provider: str,
     answer, field, rest = answer_of(where, "attributes.output.value", _parsed(_attr(span, "output.value")),
                                     answer_path)
     run.count_answer_field(field)
+    prompt = _question(where, span)
+    question = asked(prompt) or prompt
     record: Record = {
         "question_id": question_id,
-        "question": _question(where, span),
+        "question": question,
         "provider": model if isinstance(model, str) and model.strip() else provider,
         "model": model if isinstance(model, str) and model.strip() else None,
         "answer": answer,
@@ -115,7 +120,8 @@ def _record(where: Where, span: dict[str, Any], question_id: str, provider: str,
     record["phoenix"] = {key: value for key, value in (
         ("span_id", _get(span, "context.span_id")), ("name", span.get("name")),
         ("status_code", span.get("status_code")), ("start_time", span.get("start_time")),
-        ("llm_provider", _attr(span, "llm.provider")), ("output", rest)) if value is not None}
+        ("llm_provider", _attr(span, "llm.provider")), ("output", rest),
+        ("prompt", prompt if question != prompt else None)) if value is not None}
     return record
 
 
@@ -151,6 +157,18 @@ def _question(where: Where, span: dict[str, Any]) -> str:
         raise where.error("attributes.input.value", "no question: expected the prompt as text, or JSON holding "
                           "'prompt', 'query_str' or chat 'messages'")
     return text
+
+
+# A RAG prompt ends with what the user asked: LlamaIndex's and LangChain's default QA templates end
+# "Query: {query_str}\nAnswer:" / "Question: {question}\nHelpful Answer:".
+ASKED = re.compile(r"(?:^|\n)[ \t]*(?:Query|Question)[ \t]*:[ \t]*(?P<asked>[^\n]+?)[ \t]*"
+                   r"(?:\n[ \t]*(?:Helpful )?Answer[ \t]*:[^\n]*)?[ \t\n]*$")
+
+
+def asked(prompt: str) -> str | None:
+    """The question a RAG prompt ends with, or None when it ends otherwise."""
+    match = ASKED.search(prompt)
+    return match["asked"] if match else None
 
 
 def _documents(members: list[tuple[Where, dict[str, Any]]]) -> list[dict[str, Any]]:

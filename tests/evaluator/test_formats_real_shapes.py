@@ -559,11 +559,24 @@ def test_phoenix_answer_is_the_outputs_text(phoenix: Path) -> None:
         "It covers seven consecutive nights in partner huts.")
 
 
-def test_phoenix_question_is_the_prompt(phoenix: Path) -> None:
+def test_phoenix_question_is_what_the_rag_prompt_asks(phoenix: Path) -> None:
     first = _traces(PHOENIX_LLM)[0]
     question = value(phoenix, "SELECT question FROM questions WHERE question_id = ?", [first])
-    assert question.startswith("Context information is below.")
-    assert "Query: How many nights does the Alpine pass cover?" in question
+    assert question == "How many nights does the Alpine pass cover?"
+
+
+def test_phoenix_the_whole_prompt_is_kept_in_metadata(phoenix: Path) -> None:
+    first = _traces(PHOENIX_LLM)[0]
+    prompt = metadata_of(phoenix, first)["phoenix"]["prompt"]
+    assert prompt.startswith("Context information is below.")
+    assert prompt.rstrip().endswith("Query: How many nights does the Alpine pass cover?\nAnswer:")
+
+
+def test_phoenix_a_prompt_that_asks_no_query_is_the_question_whole() -> None:
+    from evaluator.formats.phoenix import asked
+
+    assert asked("As a validation expert, assess the risks of this system.") is None
+    assert asked("Use the context.\n\nctx\n\nQuestion: who wrote it?\nHelpful Answer:") == "who wrote it?"
 
 
 def test_phoenix_a_response_gets_its_traces_documents(phoenix: Path) -> None:
