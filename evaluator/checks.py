@@ -557,7 +557,7 @@ def _answers_question_sql(q: SqlCase) -> str:
         by_answerability = by_answerability.replace(
             "known", "(CASE WHEN answerable THEN 'answerable question' ELSE 'answerability unknown' END)").replace(
             "note", "(CASE WHEN answerable THEN '' ELSE ' (answerability unknown: an answer counts as a pass)' END)"
-        ).replace("REFUSAL_UNSURE", pair(NA, "'" + UNKNOWN_REFUSAL + "'"))  # after: its text says "unknown"
+        ).replace("REFUSAL_UNSURE", pair(NA, sql_text(UNKNOWN_REFUSAL)))  # replaced after: it says "unknown"
     else:
         by_answerability = f"""
     WHEN empty THEN {pair(FAIL, "'the answer is empty'")}
@@ -617,6 +617,11 @@ def _gold_aliases(ctx: Context, max_words: int) -> list[str]:
 def _gold_found(ctx: Context, aliases: list[str]) -> list[str]:
     padded = " " + normalize_answer(ctx.answer) + " "
     return [a for a in aliases if " " + a + " " in padded]
+
+
+def sql_text(text: str) -> str:
+    """``text`` as an SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 # A refusal where the run does not record whether the question can be answered (issue 28).

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from evaluator import search_index
 from evaluator.formats import Label, PeerRun, read_peer
 from evaluator.formats.column_map import apply_map, parse_map
 from evaluator.formats.detect import csv_header, file_format, json_format
+from evaluator.formats.grades import RECORDED_OVERALL, is_grade_name
 from evaluator.formats.inspect_log import is_eval_zip, looks_zipped, read_eval_zip
 from evaluator.formats.peer import context_id
 from evaluator.formats.phoenix import read as read_phoenix
@@ -60,23 +60,14 @@ KNOWN_FIELDS = {
     "recorded_checks", "comment", "outcome", "expected_ids",
 }
 RECORDED_REASON = "recorded by the source evaluator"
-# A file's own verdict of a whole response (promptfoo's `success`, DeepEval's): the recorded
-# evaluation's overall verdict, whatever its checks say. Grades of the tool's own that are none of
-# our checks are kept as recorded checks named TOOL:NAME (`promptfoo:llm-rubric`).
-RECORDED_OVERALL = "overall"
-GRADE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,30}:[^\x00-\x1f\x7f]{1,100}")
 
-
-def is_grade_name(name: object) -> bool:
-    """A tool's own grade: TOOL:NAME, printable, short (pages show it beside our checks)."""
-    return isinstance(name, str) and GRADE_NAME.fullmatch(name) is not None
 
 
 RESPONSE_SCHEMA = pa.schema([
     ("row", pa.int64()), ("question_id", pa.string()), ("provider", pa.string()), ("model", pa.string()),
     ("answer", pa.string()), ("answer_hash", pa.string()), ("template", pa.string()), ("classification", pa.string()),
     ("answerable", pa.bool_()), ("comment", pa.string()), ("outcome", pa.string()), ("metadata", pa.string()),
-    ("source_line", pa.int64())])
+    ("source_line", pa.int64()), ("retrieval_given", pa.bool_())])
 RETRIEVED_SCHEMA = pa.schema(
     [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())])
 CHUNK_SCHEMA = pa.schema([("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())])
@@ -112,9 +103,11 @@ class Columns:
     labels: list[Label] = field(default_factory=list)
     n_responses: int = 0
     any_template: bool = False
-    # Some record holds `retrieved` (an empty list included). A file that records retrieval for no
-    # response stores its responses as retrieval_recorded = false: unknown, not "nothing retrieved".
+    # Some record holds `retrieved` (an empty list included). A file of ours that records retrieval
+    # for no response stores its responses as retrieval_recorded = false: unknown, not "nothing
+    # retrieved"; in a peer's file (per_record_retrieval), each response whose record holds none.
     records_retrieval: bool = False
+    per_record_retrieval: bool = False
     response_batches: SpilledBatches = field(init=False)
     retrieved_batches: SpilledBatches = field(init=False)
     recorded_batches: SpilledBatches = field(init=False)
@@ -142,8 +135,9 @@ class Columns:
 
     def add_response(self, row: int, line_no: int, question_id: str, provider: str, answer: str,
                      template: str | None, answerable: bool | None, metadata: str | None,
-                     optional: dict[str, str | None]) -> None:
-        """One response into the buffers (``optional``: the OPTIONAL_STRINGS by name)."""
+                     optional: dict[str, str | None], retrieval_given: bool) -> None:
+        """One response into the buffers (``optional``: the OPTIONAL_STRINGS by name;
+        ``retrieval_given``: its record holds `retrieved`)."""
         responses = self.responses
         self.n_responses += 1
         self.any_template = self.any_template or template is not None
@@ -160,6 +154,7 @@ class Columns:
         responses["outcome"].append(optional["outcome"])
         responses["metadata"].append(metadata)
         responses["source_line"].append(line_no)
+        responses["retrieval_given"].append(retrieval_given)
 
     def recorded_table(self) -> pa.Table:
         """Every recorded verdict: (row, check_name, verdict), the names and verdicts dictionary-
@@ -243,6 +238,11 @@ class PreparedRun:
             "providers": dict(sorted(zip(providers["provider"].to_pylist(), providers["provider_count"].to_pylist(),
                                          strict=True))),
             "records_retrieval": cols.records_retrieval,
+            # responses whose retrieval is unknown: every one of a file that records none; in a peer's
+            # file, each whose record holds none
+            "unknown_retrieval": self.n_responses if not cols.records_retrieval else (
+                pc.sum(pc.invert(cols.response_batches.table(["retrieval_given"])["retrieval_given"])).as_py() or 0
+                if cols.per_record_retrieval else 0),
             "retrieved_items": cols.retrieved_batches.table(["row"]).num_rows,
             "recorded_responses": int(overall[0]), "recorded_pass": int(overall[1]), "recorded_fail": int(overall[2]),
             "tool_grades": sorted(name for name in names if is_grade_name(name)),
@@ -355,6 +355,7 @@ def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...
     else:
         columns = _collect(path, records, folder.name, progress=progress, peer=peer, fast=fast)
         content_hash = None
+    columns.per_record_retrieval = peer is not None  # a peer's record without retrieval: unknown
     if profile is None:
         has_templates = columns.any_template or any(columns.questions["expected_template"])
         profile = TEMPLATED_PROFILE if has_templates and TEMPLATED_PROFILE in profiles else (
@@ -665,7 +666,8 @@ def _add_record(
     expected_ids = _string_list(where, line_no, record.get("expected_ids"), "expected_ids")
     extra = {k: v for k, v in record.items() if k not in KNOWN_FIELDS}
     cols.add_response(row, line_no, question_id, provider, answer, template, answerable,
-                      _metadata(where, line_no, extra) if extra else None, optional)
+                      _metadata(where, line_no, extra) if extra else None, optional,
+                      retrieval_given=record.get("retrieved") is not None)
     _add_question(where, line_no, cols, questions_seen, question_id, {
         "question": question,
         "expected_template": expected_template,
@@ -941,9 +943,10 @@ def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols
         con.execute(
             """INSERT INTO responses
                SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
-                      classification, answerable, comment, outcome, metadata::JSON, source_line, $recorded
+                      classification, answerable, comment, outcome, metadata::JSON, source_line,
+                      retrieval_given OR $recorded
                FROM new_responses""",
-            {"base": base, "run": run_id, "recorded": cols.records_retrieval},
+            {"base": base, "run": run_id, "recorded": cols.records_retrieval and not cols.per_record_retrieval},
         )
         con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
                     {"base": base})

@@ -83,7 +83,8 @@ def add_plain_record(
         "expected_ids": None if expected_ids is None else _dumps(expected_ids),
     })  # raises a golden field's contradiction, as the full validation would at this point
     seen[pair] = line_no
-    cols.add_response(row, line_no, question_id, provider, answer, template, answerable, metadata, optional)
+    cols.add_response(row, line_no, question_id, provider, answer, template, answerable, metadata, optional,
+                      retrieval_given=retrieved is not NO_RETRIEVED)
     if retrieved is not NO_RETRIEVED:
         cols.records_retrieval = True
         _buffer_retrieved(row, retrieved, cols, chunk_keys)

@@ -54,7 +54,15 @@ class InputError(Exception):
     def __str__(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         field = f" field '{self.field}':" if self.field else ""
-        return f"{where}:{field} {self.problem}"
+        return visible(f"{where}:{field} {self.problem}")
+
+
+def visible(text: str) -> str:
+    """``text`` with control and other invisible characters shown as escapes (``\\x1b``): a name
+    from a file never moves the cursor or rewrites a terminal's title."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 BLOCK_SIZE = 1 << 23  # JSONL is read 8 MiB at a time: a 3 GB run never sits in memory whole

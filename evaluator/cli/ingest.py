@@ -11,7 +11,7 @@ from evaluator.errors import UsageError
 from evaluator.ingest import DuplicateRunError, PreparedRun, prepare_run, store_run_staged
 from evaluator.judges.base import preview
 from evaluator.readers import ALL_FORMATS
-from evaluator.registry import CHECK, FLAG
+from evaluator.registry import check_entries, flag_entries
 from evaluator.staging import staging_folder
 
 HELP = ("ingest a run file (JSONL, JSON, wide or long CSV, Parquet; the files of InspectorRAGet, promptfoo, "
@@ -84,9 +84,13 @@ def summary_lines(prepared: PreparedRun, summary: dict[str, Any]) -> list[str]:
              f"responses: {prepared.n_responses} from {len(providers)} provider(s): {shown}{more}"]
     for field, n in understood.answer_fields.items():
         lines.append(f"answer: the '{_shown(field)}' field of {n} JSON output(s); the rest kept in metadata")
-    if not summary["records_retrieval"]:
-        lines.append(f"retrieval: the file records none, so {CHECK.retrieval_check} is N/A and no "
-                     f"{FLAG.no_context_warning}")
+    unknown = summary["unknown_retrieval"]
+    if unknown:
+        checks = ", ".join(e.name for e in check_entries() if e.needs_retrieval)
+        flags = ", ".join(e.name for e in flag_entries() if e.needs_retrieval)
+        which = "the file records none" if unknown == prepared.n_responses else \
+            f"{summary['retrieved_items']} item(s); {unknown} response(s) record none"
+        lines.append(f"retrieval: {which}; for those, {checks} are N/A and {flags} are not raised")
     else:
         lines.append(f"retrieval: {summary['retrieved_items']} retrieved item(s)")
     if summary["recorded_responses"]:

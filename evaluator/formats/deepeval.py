@@ -24,7 +24,6 @@ from evaluator.formats.peer import (
     Where,
     each_object,
     gold_answers,
-    grade_name,
     require_object,
     retrieved_texts,
 )
@@ -97,7 +96,7 @@ def _record(where: Where, case: dict[str, Any], index: int, provider: str) -> Re
     recorded, kept = _metrics(where, case)
     success = case.get("success")
     if isinstance(success, bool):
-        recorded["overall"] = "PASS" if success else "FAIL"
+        recorded[grades.RECORDED_OVERALL] = "PASS" if success else "FAIL"
     if recorded:
         record["recorded_checks"] = recorded
     record["deepeval"] = {key: value for key, value in (("success", success), ("metrics", kept or None),
@@ -121,7 +120,7 @@ def _metrics(where: Where, case: dict[str, Any]) -> tuple[dict[str, str], list[d
             raise where.error(f"{field}.success", f"expected true or false, got {success!r}")
         check = METRIC_CHECKS.get(name.strip().lower()) or grades.check_for(name)
         if success is not None:
-            grades.record(recorded, check, grade_name("deepeval", name), "PASS" if success else "FAIL")
+            grades.record(recorded, check, grades.grade_name("deepeval", name), "PASS" if success else "FAIL")
         kept.append({key: value for key, value in (
             ("name", name), ("score", metric.get("score")), ("threshold", metric.get("threshold")),
             ("success", success), ("reason", metric.get("reason")), ("error", metric.get("error")),

@@ -17,7 +17,8 @@ import orjson
 from evaluator.formats import deepeval, inspect_log, inspectorraget, phoenix, promptfoo, ragas
 from evaluator.readers import ALL_FORMATS, EXTENSIONS, InputError
 
-SNIFF_BYTES = 1 << 16  # enough for a CSV header or the first span of a JSONL file
+SNIFF_BYTES = 1 << 16  # enough for a CSV header
+FIRST_LINE_LIMIT = 1 << 26  # the first record of a JSONL file is read up to 64 MiB to tell its format
 
 
 def json_format(doc: Any) -> str:
@@ -71,10 +72,17 @@ def csv_header(path: Path) -> list[str]:
 
 
 def _first_jsonl_record(path: Path) -> Any:
-    for line in _head(path).split("\n"):
-        if line.strip():
-            try:
-                return orjson.loads(line)
-            except orjson.JSONDecodeError:
-                return None  # a long first line, or not JSON: the reader says which
-    return None
+    """The first record of a JSONL file (its first line may be long: a span holds a whole prompt)."""
+    try:
+        with path.open("rb") as handle:
+            line = b""
+            while not line.strip():
+                line = handle.readline(FIRST_LINE_LIMIT)
+                if not line:
+                    return None
+    except OSError:
+        return None  # the reader names the problem
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None  # not JSON (or longer than the limit): the reader says which

@@ -9,6 +9,7 @@ fails when any of them fails. Grades that map to nothing stay in the response's 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from evaluator.registry import CHECK
@@ -37,6 +38,26 @@ GRADER_CHECKS = {
 }
 
 
+# A file's own verdict of a whole response (promptfoo's `success`, DeepEval's): the recorded
+# evaluation's overall verdict, whatever its checks say.
+RECORDED_OVERALL = "overall"
+# A tool's own grade that is none of our checks, kept as a recorded check named TOOL:NAME.
+GRADE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,30}:[^\x00-\x1f\x7f]{1,100}")
+_GRADE_CHARS = re.compile(r"[^0-9A-Za-z_.()\[\]=,/+ -]+")
+
+
+def grade_name(tool: str, name: str) -> str:
+    """A tool's own grade as a recorded check name, TOOL:NAME: printable and short, whatever the
+    file calls it."""
+    cleaned = _GRADE_CHARS.sub("_", name).strip() or "grade"
+    return f"{tool}:{cleaned[:80]}"
+
+
+def is_grade_name(name: object) -> bool:
+    """A tool's own grade: TOOL:NAME, printable, short (pages show it beside our checks)."""
+    return isinstance(name, str) and GRADE_NAME.fullmatch(name) is not None
+
+
 def check_for(*names: str | None) -> str | None:
     """The check a grade records, from its names (metric name first, then grader type)."""
     for name in names:
@@ -49,8 +70,9 @@ def check_for(*names: str | None) -> str | None:
     return None
 
 
-# Inspect's score letters: Correct, Incorrect, Partial, No answer.
-INSPECT_LETTERS = {"C": "PASS", "I": "FAIL", "P": "FAIL", "N": "N/A"}
+# Inspect's score letters: Correct, Incorrect, Partial, No answer. Inspect's own accuracy counts
+# C as 1, P as 0.5 and I and N as 0: only C passes, as in the log's own pass count.
+INSPECT_LETTERS = {"C": "PASS", "I": "FAIL", "P": "FAIL", "N": "FAIL"}
 
 
 def verdict_of(value: Any) -> str | None:

@@ -29,7 +29,6 @@ from evaluator.formats.peer import (
     each_object,
     first_key,
     gold_answers,
-    grade_name,
     last_user_turn,
     message_text,
     require_object,
@@ -50,6 +49,18 @@ def is_eval_zip(path: Path) -> bool:
             return "header.json" in archive.namelist()
     except (OSError, zipfile.BadZipFile):
         return False
+
+
+MEMBER_LIMIT = 1 << 29  # 512 MiB: a member of an .eval log bigger than this unpacked is refused
+
+
+def _member(path: Path, archive: zipfile.ZipFile, name: str) -> bytes:
+    """A member's bytes, refused past MEMBER_LIMIT unpacked (a zip bomb would fill the memory);
+    zipfile reads no more than the size the archive states."""
+    size = archive.getinfo(name).file_size
+    if size > MEMBER_LIMIT:
+        raise InputError(str(path), None, name, f"{size:,} bytes unpacked, over the limit of {MEMBER_LIMIT:,}")
+    return archive.read(name)
 
 
 def looks_zipped(path: Path) -> bool:
@@ -74,13 +85,14 @@ def read_eval_zip(path: Path, digest: Any) -> dict[str, Any]:
             names = archive.namelist()
             if "header.json" not in names:
                 raise InputError(str(path), None, "header.json", "not in the archive: not an Inspect .eval log")
-            doc = parse_json_bytes(f"{path}!header.json", archive.read("header.json"))
+            doc = parse_json_bytes(f"{path}!header.json", _member(path, archive, "header.json"))
             if not isinstance(doc, dict):
                 raise InputError(f"{path}!header.json", None, None, f"expected an object, got {type_name(doc)}")
             sample_names = sorted((n for n in names if n.startswith("samples/") and n.endswith(".json")),
                                   key=_sample_order)
-            doc["samples"] = [parse_json_bytes(f"{path}!{name}", archive.read(name)) for name in sample_names]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as exc:
+            doc["samples"] = [parse_json_bytes(f"{path}!{name}", _member(path, archive, name)) for name in sample_names]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error, RuntimeError,
+            NotImplementedError) as exc:  # damaged, encrypted, or compressed in a way zipfile cannot read
         raise InputError(str(path), None, None, f"not a readable .eval archive ({exc})") from None
     return doc
 
@@ -88,8 +100,13 @@ def read_eval_zip(path: Path, digest: Any) -> dict[str, Any]:
 def _sample_order(name: str) -> tuple[int, int | str, int]:
     stem = name[len("samples/"):-len(".json")]
     sample, _, epoch = stem.rpartition("_epoch_")
-    epoch_n = int(epoch) if epoch.isdigit() else 0
-    return (0, int(sample), epoch_n) if sample.isdigit() else (1, sample or stem, epoch_n)
+    epoch_n = int(epoch) if _plain_number(epoch) else 0
+    return (0, int(sample), epoch_n) if _plain_number(sample) else (1, sample or stem, epoch_n)
+
+
+def _plain_number(text: str) -> bool:
+    """ASCII digits, short enough for int() (a name may hold any digits: '²' is a digit too)."""
+    return 0 < len(text) <= 18 and text.isascii() and text.isdigit()
 
 
 def looks_like(doc: Any) -> bool:
@@ -125,8 +142,10 @@ def _accuracy(results: Any) -> tuple[int, int] | None:
         return None
     scored = scores[0].get("scored_samples", results.get("completed_samples"))  # older logs: no scored_samples
     metrics = scores[0].get("metrics")
-    accuracy = metrics.get("accuracy", {}).get("value") if isinstance(metrics, dict) else None
-    if not isinstance(scored, int) or isinstance(scored, bool) or not isinstance(accuracy, int | float):
+    metric = metrics.get("accuracy") if isinstance(metrics, dict) else None
+    accuracy = metric.get("value") if isinstance(metric, dict) else None
+    if (not isinstance(scored, int) or isinstance(scored, bool) or not isinstance(accuracy, int | float)
+            or isinstance(accuracy, bool) or not 0 <= accuracy <= 1):
         return None
     passed = round(accuracy * scored)
     return passed, scored - passed
@@ -196,9 +215,10 @@ def _scores(where: Where, sample: dict[str, Any]) -> tuple[dict[str, str], dict[
             raise where.error(f"scores.{name}", "expected an object {value, answer?, explanation?}")
         value = score["value"]
         check = grades.check_for(name)
-        verdict = grades.verdict_of(value)
+        # a number is a verdict only for a pass/fail scorer we know (match, includes, ...): rouge's 0.0 is a score
+        verdict = grades.verdict_of(value) if check is not None or not isinstance(value, int | float) else None
         if verdict is not None:
-            grades.record(recorded, check, grade_name("inspect", name), verdict)
+            grades.record(recorded, check, grades.grade_name("inspect", name), verdict)
         kept[name] = {key: item for key, item in (
             ("value", value), ("explanation", score.get("explanation")), ("check", check if verdict else None))
             if item is not None}

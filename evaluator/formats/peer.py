@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,13 +212,3 @@ def _without(obj: dict[str, Any], parts: list[str]) -> dict[str, Any]:
         return {k: v for k, v in obj.items() if k != parts[0]}
     inner = obj.get(parts[0])
     return {**obj, parts[0]: _without(inner, parts[1:])} if isinstance(inner, dict) else dict(obj)
-
-
-GRADE_CHARS = re.compile(r"[^0-9A-Za-z_.()\[\]=,/+ -]+")
-
-
-def grade_name(tool: str, name: str) -> str:
-    """A tool's own grade as a recorded check name, TOOL:NAME (evaluator.ingest.is_grade_name):
-    printable and short, whatever the file calls it."""
-    cleaned = GRADE_CHARS.sub("_", name).strip() or "grade"
-    return f"{tool}:{cleaned[:80]}"

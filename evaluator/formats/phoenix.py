@@ -28,8 +28,6 @@ import orjson
 from evaluator.formats.peer import PeerRun, Where, answer_of, context_id, last_user_turn, message_text
 from evaluator.readers import InputError, Record, type_name
 
-SPAN_KEYS = ("context.span_id", "span_kind")
-
 
 def looks_like(first: Any) -> bool:
     """A JSONL file's first record is a span of Phoenix's dataframe."""
@@ -89,6 +87,10 @@ def read(path: Path, spans: Iterable[tuple[Path, int, Any]], *, provider: str, a
             if documents is not None:
                 record["retrieved"] = documents
             run.records.append((where.record or 0, record))
+    n_spans = sum(1 for members in traces.values() for _, span in members if _kind(span) == "LLM")
+    nested = n_spans - n_llm  # inside an outer LLM span (LlamaIndex's acomplete around complete), or a cycle
+    if nested:
+        run.ignored.append(f"{nested} LLM span(s) inside another LLM span (or in a cycle of parents)")
     if not n_llm:
         raise InputError(str(path), None, None, "no LLM spans: a response is an LLM span's answer (with its "
                          "trace's retrieved documents); ingest the export of LLM spans too, e.g. "
@@ -160,15 +162,21 @@ def _question(where: Where, span: dict[str, Any]) -> str:
 
 
 # A RAG prompt ends with what the user asked: LlamaIndex's and LangChain's default QA templates end
-# "Query: {query_str}\nAnswer:" / "Question: {question}\nHelpful Answer:".
-ASKED = re.compile(r"(?:^|\n)[ \t]*(?:Query|Question)[ \t]*:[ \t]*(?P<asked>[^\n]+?)[ \t]*"
-                   r"(?:\n[ \t]*(?:Helpful )?Answer[ \t]*:[^\n]*)?[ \t\n]*$")
+# "Query: {query_str}\nAnswer:" / "Question: {question}\nHelpful Answer:". Read line by line, from
+# the end (a regex over the whole prompt could backtrack on long runs of spaces).
+ASKED_LINE = re.compile(r"(?:Query|Question)[ \t]*:")
+ANSWER_LINE = re.compile(r"(?:Helpful )?Answer[ \t]*:")
 
 
 def asked(prompt: str) -> str | None:
     """The question a RAG prompt ends with, or None when it ends otherwise."""
-    match = ASKED.search(prompt)
-    return match["asked"] if match else None
+    lines = prompt.rstrip().split("\n")
+    if lines and ANSWER_LINE.match(lines[-1].strip()):
+        lines.pop()
+    last = lines[-1].strip() if lines else ""
+    match = ASKED_LINE.match(last)
+    question = last[match.end():].strip() if match else ""
+    return question or None
 
 
 def _documents(members: list[tuple[Where, dict[str, Any]]]) -> list[dict[str, Any]]:

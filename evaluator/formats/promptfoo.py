@@ -33,7 +33,6 @@ from evaluator.formats.peer import (
     each_object,
     first_key,
     gold_answers,
-    grade_name,
     require_object,
     retrieved_texts,
 )
@@ -57,10 +56,14 @@ def read(path: Path, doc: Any, *, answer_path: str | None = None) -> PeerRun:
         raise top.error("results.results", "no results: nothing to ingest")
     # promptfoo numbers its prompts per provider (promptIdx 0 and 1 can be one prompt of two
     # providers): several prompts are several labels.
-    several_prompts = len({_prompt_label(row) for row in rows if isinstance(row, dict)}) > 1
+    labels = {_prompt_label(row) for row in rows if isinstance(row, dict)}
+    shown = {label: _shortened(label) for label in labels}
+    if len(set(shown.values())) < len(labels):  # two labels alike in their first characters: whole
+        shown = {label: label for label in labels}
+    prompt_names = shown if len(labels) > 1 else None
     run = PeerRun(records=[], version=_version(doc, summary), file_passed=_stats(summary))
     for index, where, row in each_object(path, rows, "results.results"):
-        run.records.append((index + 1, _record(where, row, several_prompts, run, answer_path)))
+        run.records.append((index + 1, _record(where, row, prompt_names, run, answer_path)))
     return run
 
 
@@ -87,7 +90,8 @@ def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _record(where: Where, row: dict[str, Any], several_prompts: bool, run: PeerRun, answer_path: str | None
+def _record(where: Where, row: dict[str, Any], prompt_names: dict[str, str] | None, run: PeerRun,
+            answer_path: str | None
             ) -> Record:
     test_case = where.mapping(row, "testCase", required=False)
     variables = row.get("vars", test_case.get("vars"))
@@ -96,8 +100,8 @@ def _record(where: Where, row: dict[str, Any], several_prompts: bool, run: PeerR
     if not isinstance(variables, dict):
         raise where.error("vars", f"expected an object, got {type_name(variables)}")
     provider_id, provider = _provider(where, row)
-    if several_prompts:
-        provider = f"{provider} [{_prompt_label(row)}]"
+    if prompt_names is not None:  # several prompts: a provider per prompt
+        provider = f"{provider} [{prompt_names[_prompt_label(row)]}]"
     answer, answer_field, rest = _answer(where, row, answer_path)
     run.count_answer_field(answer_field)
     record: Record = {
@@ -116,7 +120,7 @@ def _record(where: Where, row: dict[str, Any], several_prompts: bool, run: PeerR
     recorded, kept = _grades(where, row, test_case)
     success = row.get("success")
     if isinstance(success, bool):
-        recorded["overall"] = "PASS" if success else "FAIL"
+        recorded[grades.RECORDED_OVERALL] = "PASS" if success else "FAIL"
     if recorded:
         record["recorded_checks"] = recorded
     record["promptfoo"] = {key: value for key, value in (
@@ -131,11 +135,15 @@ def _prompt_label(row: dict[str, Any]) -> str:
     prompt = row["prompt"] if isinstance(row.get("prompt"), dict) else {}
     label = prompt.get("label")
     if isinstance(label, str) and label.strip():
-        return label if len(label) <= PROMPT_LABEL_CHARS else label[:PROMPT_LABEL_CHARS - 1] + "…"
+        return label
     return f"prompt {row.get('promptIdx')}"
 
 
 PROMPT_LABEL_CHARS = 60  # of a prompt's label in a provider's name
+
+
+def _shortened(label: str) -> str:
+    return label if len(label) <= PROMPT_LABEL_CHARS else label[:PROMPT_LABEL_CHARS - 1] + "…"
 
 
 def _provider(where: Where, row: dict[str, Any]) -> tuple[str, str]:
@@ -227,7 +235,7 @@ def _grades(where: Where, row: dict[str, Any], test_case: dict[str, Any]
         kind, metric = assertion.get("type"), assertion.get("metric")
         check = grades.check_for(metric if isinstance(metric, str) else None, kind if isinstance(kind, str) else None)
         own = next((name for name in (metric, kind) if isinstance(name, str) and name.strip()), "assertion")
-        grades.record(recorded, check, grade_name("promptfoo", own), "PASS" if passed else "FAIL")
+        grades.record(recorded, check, grades.grade_name("promptfoo", own), "PASS" if passed else "FAIL")
         kept.append({key: value for key, value in (
             ("type", kind), ("metric", metric), ("pass", passed), ("score", component.get("score")),
             ("reason", component.get("reason")), ("check", check)) if value is not None})

@@ -7,13 +7,13 @@ Python repr pandas writes (`['…', '…']`) or JSON. Every other column is a me
 
 Mapping: one response a row; question_id from the question's text (a question asked twice gets
 `#2`, `#3`); provider = `--provider`, else the run's name (the file names none); the metrics are
-the response's scores (`{"ragas": {metric: value}}` in its metadata, NaN as null). Ragas records
+the response's scores (`{"metrics": {metric: value}}` in its metadata, NaN as null; a column holding
+anything but numbers is kept as metadata as it is). Ragas records
 no pass/fail thresholds, so no verdicts are recorded. The pandas index column is left out.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -54,37 +54,54 @@ def column_map(header: Iterable[str]) -> dict[str, str]:
 
 def read(path: Path, header: list[str], rows: Iterator[tuple[int, Record]], *, provider: str) -> PeerRun:
     """The rows of a Ragas CSV (readers.read_records with long_csv, which leaves empty cells out
-    of a row) as records; `header`: the file's header (detect.csv_header)."""
-    first = next(rows, None)
-    if first is None:
-        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
+    of a row) as records; `header`: the file's header (detect.csv_header). A column is a metric when
+    every value it holds is a number (or NaN); other columns are kept as metadata."""
     mapping = column_map(header)
+    missing = [field for field in ("question", "answer") if field not in mapping]
+    if missing:
+        raise InputError(str(path), 1, missing[0], f"not a Ragas result: no {' or '.join(COLUMNS[missing[0]])} "
+                         "column")
+    rows_read = list(rows)
+    if not rows_read:
+        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
     ours = set(mapping.values())
-    metrics = [name for name in header if name not in ours and name not in INDEX_COLUMNS and name not in NOT_METRICS]
+    index = header[0] if header and header[0] in INDEX_COLUMNS else None  # pandas' index, written first
+    extra = [name for name in header if name not in ours and name != index and name not in NOT_METRICS]
+    metrics = [name for name in extra if all(_number(record.get(name)) for _, record in rows_read)]
     run = PeerRun(records=[], version="0.2+ columns" if mapping["question"] == "user_input" else "0.1 columns")
-    if any(name in INDEX_COLUMNS for name in header):
+    if index is not None:
         run.ignored.append("the pandas index column")
 
-    def scored(rows: Iterator[tuple[int, Record]]) -> Iterator[tuple[int, Record]]:
-        for line_no, record in rows:
-            for name in INDEX_COLUMNS:
-                record.pop(name, None)
+    def scored() -> Iterator[tuple[int, Record]]:
+        for line_no, record in rows_read:
+            if index is not None:
+                record.pop(index, None)
             for field, column in mapping.items():  # an empty cell is left out of its row
                 record.setdefault(column, "" if field == "answer" else None)
             scores = {name: _score(path, line_no, name, record.pop(name, None)) for name in metrics}
             if scores:
-                record["ragas"] = scores
+                record["metrics"] = scores  # where every format keeps a response's scores
             yield line_no, record
 
     seen: dict[str, int] = {}
-    for line_no, record in apply_map(path, scored(itertools.chain([first], rows)), mapping,
-                                     default_provider=provider):
+    for line_no, record in apply_map(path, scored(), mapping, default_provider=provider):
         question_id = str(record["question_id"])
         seen[question_id] = seen.get(question_id, 0) + 1
         if seen[question_id] > 1:  # the same question asked again: another response of one provider
             record["question_id"] = f"{question_id}#{seen[question_id]}"
         run.records.append((line_no, record))
     return run
+
+
+def _number(value: Any) -> bool:
+    """A metric's cell: a number, NaN, or empty."""
+    if value is None or isinstance(value, int | float):
+        return True
+    try:
+        float(str(value))
+    except ValueError:
+        return str(value).strip().lower() in ("", "nan", "none", "null")
+    return True
 
 
 def _score(path: Path, line_no: int, name: str, value: Any) -> float | None:

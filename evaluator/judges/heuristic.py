@@ -155,8 +155,9 @@ class HeuristicJudge:
 
     def _hedges(self, text: str, start: int, asked: frozenset[str]) -> bool:
         """Does the abstention at ``start`` hedge a partial answer? Its sentence, before it, holds a
-        contrast word that no apology precedes ("X. However, the exact date is not mentioned in
-        the document", not "I'm sorry, but the document does not say"), and what the sentence says
+        contrast word that no apology precedes and that some answer comes before ("X. However, the
+        exact date is not mentioned in the document", not "I'm sorry, but the document does not
+        say" nor "However, the context does not say"), and what the sentence says
         is missing, after that word, is not what was asked (a content word of the question:
         "The score was 3-1, but the passage does not give the attendance" refuses "What was the
         attendance?")."""
@@ -168,6 +169,8 @@ class HeuristicJudge:
         for marker in self._hedge.finditer(text, sentence, start):
             if self._apology is not None and self._apology.search(text, sentence, marker.start()):
                 continue
+            if len(content_words(text[:marker.start()]) - PLEASANTRIES) < PARTIAL_ANSWER_WORDS:
+                return False  # nothing answered before the contrast ("However, the context does not say")
             return not content_words(text[marker.end():sentence_end]) & asked
         return False
 
@@ -202,7 +205,7 @@ class HeuristicJudge:
         return best
 
 
-SENTENCE_ENDS = (".", "!", "?", "\n")
+SENTENCE_ENDS = (".", "!", "?", "\n")  # what ends a sentence, for the hedges
 # Words too common in questions to say what was asked (with words under four letters).
 QUESTION_WORDS = frozenset({
     "what", "when", "where", "which", "whom", "whose", "does", "were", "will", "would", "could", "should",
@@ -211,6 +214,11 @@ QUESTION_WORDS = frozenset({
     "most", "such", "very", "just", "only"
 })
 _CONTENT_WORD = re.compile(r"[a-z0-9']+")
+# A partial answer before a hedge says something: this many content words, not counting pleasantries.
+PARTIAL_ANSWER_WORDS = 3
+PLEASANTRIES = frozenset({"hello", "sure", "happy", "glad", "help", "thanks", "thank", "great", "question",
+                          "certainly", "course", "searched", "looked", "checked", "context", "document",
+                          "documents", "provided", "information", "based", "passage", "article", "text"})
 
 
 def content_words(text: str) -> frozenset[str]:

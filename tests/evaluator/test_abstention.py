@@ -123,6 +123,14 @@ def test_an_apology_before_the_contrast_is_still_a_refusal(rules: Rules) -> None
     assert judge.judge("q", "I\u2019m sorry, but the document does not provide the opening date.").refused
 
 
+@pytest.mark.parametrize("answer", ["However, the context does not mention it.",
+                                    "But the document does not provide that information.",
+                                    "Although I searched, the documents do not contain any information about it.",
+                                    "Sure, I'd be happy to help! However, the document does not mention it."])
+def test_a_contrast_with_no_answer_before_it_is_still_a_refusal(rules: Rules, answer: str) -> None:
+    assert HeuristicJudge.from_rules(rules).judge("q", answer).refused
+
+
 def test_an_abstention_first_is_a_refusal_whatever_follows(rules: Rules) -> None:
     judge = HeuristicJudge.from_rules(rules)
     answer = "The document does not provide the opening date. However, it was a busy year."

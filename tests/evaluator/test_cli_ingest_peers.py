@@ -221,7 +221,8 @@ def test_phoenix_two_exports_make_one_run(cli, tmp_path: Path) -> None:
 
 def test_phoenix_llm_export_alone_records_no_retrieval(cli, tmp_path: Path) -> None:
     result = cli("ingest", str(PHOENIX_LLM), db=tmp_path / "store.duckdb", check=True)
-    assert "retrieval: the file records none, so retrieval_check is N/A and no no_context_warning" in summary(result)
+    assert ("retrieval: the file records none; for those, retrieval_check, no_hallucination are N/A and "
+            "no_context_warning, potential_hallucination are not raised") in summary(result)
 
 
 def test_phoenix_retriever_export_alone_is_refused(cli, tmp_path: Path) -> None:
@@ -323,11 +324,6 @@ BAD_INPUT = [
     # id, make the file, where (after the path), phrases the message must hold
     ("deepeval_metric_success_is_a_string", _deepeval_success_string, ":2:",
      ("testRunData.testCases[1].metricsData[0].success", "expected true or false, got 'yes'")),
-    ("ragas_01_non_numeric_metric", lambda t: _csv_with(RAGAS_01, '",,0.9512', '",high,0.9512', t), ":3:",
-     ("'faithfulness'", "expected a number for the metric, got 'high'")),
-    ("ragas_04_non_numeric_metric_in_a_column_empty_on_the_first_row",
-     lambda t: _csv_with(RAGAS_04, ",0.67\n", ",about right\n", t), ":3:",
-     ("'factual_correctness(mode=f1)'", "expected a number for the metric")),
     ("eval_sample_not_json", _eval_with_sample_not_json, "!samples/2_epoch_1.json:1:", ("malformed JSON",)),
     ("eval_stored_member_damaged", lambda t: _eval_with_damaged_member(t, zipfile.ZIP_STORED), ":",
      ("not a readable .eval archive", "samples/2_epoch_1.json")),
@@ -368,3 +364,22 @@ def test_a_truncated_eval_is_refused_with_one_message_and_nothing_written(cli, t
 def test_a_truncated_eval_is_refused_as_an_unreadable_archive(cli, tmp_path: Path) -> None:
     path = _truncated_eval(tmp_path)
     assert_one_error(cli("ingest", str(path), db=tmp_path / "store.duckdb"), str(path), "archive")
+
+
+def test_a_ragas_column_holding_text_is_kept_as_metadata_not_refused(cli, tmp_path: Path) -> None:
+    # a column with anything but numbers is no metric (a `category`, or a judge's word): kept as it is
+    path = _csv_with(RAGAS_04, ",0.67\n", ",about right\n", tmp_path)
+    db = tmp_path / "store.duckdb"
+    cli("ingest", str(path), "--name", "r", db=db, check=True)
+    kept = [json.loads(row[0]) for row in query(db, "SELECT metadata FROM responses ORDER BY source_line")]
+    assert [m.get("factual_correctness(mode=f1)") for m in kept][:2] == [None, "about right"]
+    assert all(set(m["metrics"]) == {"faithfulness"} for m in kept)
+
+
+def test_ragas_format_on_a_csv_without_a_question_column_names_the_field(cli, tmp_path: Path) -> None:
+    path = tmp_path / "no_question.csv"
+    path.write_text("prompt,response\nhi,hello\n", encoding="utf-8")
+    db = tmp_path / "store.duckdb"
+    assert_one_error(cli("ingest", str(path), "--format", "ragas", db=db), f"{path}:1:", "field 'question'",
+                     "no user_input or question column")
+    assert not db.exists()

@@ -51,9 +51,15 @@ def test_the_metadata_context_is_retrieved_without_score(store: Path) -> None:
 
 
 def test_graded_fact_scores_are_recorded_as_answers_question(store: Path) -> None:
+    # N (no answer) fails, as Inspect's own accuracy counts it 0 (issue 28: the pass counts are the log's)
     verdicts = recorded_verdicts(store, "insp")
     assert [verdicts[(q, "openai/gpt-4o", "answers_question")] for q in ("1", "2", "3", "q-4")] == [
-        "PASS", "FAIL", "PASS", "N/A"]
+        "PASS", "FAIL", "PASS", "FAIL"]
+
+
+def test_a_numeric_score_of_a_scorer_we_do_not_know_is_a_score_not_a_verdict(store: Path) -> None:
+    verdicts = recorded_verdicts(store, "insp")
+    assert not any(check == "inspect:rouge" for (_q, _p, check) in verdicts)
 
 
 def test_scores_and_metadata_are_kept(store: Path) -> None:

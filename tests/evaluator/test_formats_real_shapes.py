@@ -433,22 +433,22 @@ def test_ragas_04_repr_contexts_become_retrieved_items(ragas_04: Path) -> None:
 
 def test_ragas_01_metrics_are_in_metadata_with_empty_cells_as_null(ragas_01: Path) -> None:
     question_id = _question_id(ragas_01, "Can I return an opened kettle?")
-    assert metadata_of(ragas_01, question_id) == {"ragas": {
+    assert metadata_of(ragas_01, question_id) == {"metrics": {
         "faithfulness": None, "answer_relevancy": 0.9512, "context_precision": 0.5, "context_recall": 0.6667,
         "harmfulness": 0.0}}
 
 
 def test_ragas_01_the_pandas_index_is_not_kept(ragas_01: Path) -> None:
     rows = query(ragas_01, "SELECT metadata FROM responses")
-    assert all(set(json.loads(row[0])) == {"ragas"} for row in rows)
+    assert all(set(json.loads(row[0])) == {"metrics"} for row in rows)
 
 
 def test_ragas_04_metrics_are_in_metadata_with_empty_cells_as_null(ragas_04: Path) -> None:
     # The first row's factual_correctness cell is empty (NaN): the column is still a metric.
     first = _question_id(ragas_04, "Which platform does the 8:12 to Linden leave from?")
     second = _question_id(ragas_04, "Is there step-free access at Linden?")
-    assert metadata_of(ragas_04, first) == {"ragas": {"faithfulness": 1.0, "factual_correctness(mode=f1)": None}}
-    assert metadata_of(ragas_04, second) == {"ragas": {"faithfulness": None, "factual_correctness(mode=f1)": 0.67}}
+    assert metadata_of(ragas_04, first) == {"metrics": {"faithfulness": 1.0, "factual_correctness(mode=f1)": None}}
+    assert metadata_of(ragas_04, second) == {"metrics": {"faithfulness": None, "factual_correctness(mode=f1)": 0.67}}
 
 
 def test_ragas_a_reference_empty_on_the_first_row_is_still_the_later_rows_gold(tmp_path: Path) -> None:

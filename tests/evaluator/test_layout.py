@@ -192,6 +192,7 @@ NOT_SQL = {
     ("evaluator/store.py", "?"),  # an unknown lock holder in a message
     ("evaluator/text_norm.py", " ?/ ?"),  # a regex: a slash with optional spaces around it
     ("evaluator/sql/re2.py", "?"),  # a regex quantifier written back into a pattern
+    ("evaluator/judges/heuristic.py", "?"),  # the question mark that ends a sentence (the judge's hedges)
 }
 _SQL_NOT_CODE = r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
 _POSITIONAL = r"(?<![\w)\]?*+.\\])\?(?=$|[\s),;]|::)|\$\d"

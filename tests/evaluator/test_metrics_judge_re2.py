@@ -59,8 +59,9 @@ HEDGE_WORDS = ["However,", "but", "although", "I'm", "sorry,", "the", "document"
 
 
 @settings(max_examples=80, deadline=None)
-@given(texts=st.lists(clean_texts(WORDS + HEDGE_WORDS), min_size=1, max_size=20))
-def test_with_hedges_sql_refuses_only_what_the_judge_refuses_and_sends_it_the_rest(con, texts):
+@given(texts=st.lists(clean_texts(WORDS + HEDGE_WORDS), min_size=1, max_size=20),
+       question=st.sampled_from(["q", "Where is Rama?", "What does the document provide about the article?"]))
+def test_with_hedges_sql_refuses_only_what_the_judge_refuses_and_sends_it_the_rest(con, texts, question):
     # issue 28: SQL refuses by the firm patterns; an answer an abstention pattern matches is the
     # judge's to decide (it may hedge); together they decide what the judge alone decides
     judge = HeuristicJudge.from_rules(fuzzy_flags=())
@@ -70,9 +71,9 @@ def test_with_hedges_sql_refuses_only_what_the_judge_refuses_and_sends_it_the_re
     assert exact and hedged_exact and regex is not None and hedged is not None
     firm = _column(con, "regexp_matches(t, $rx)", texts, {"rx": regex})
     candidate = _column(con, "regexp_matches(t, $rx)", texts, {"rx": hedged})
-    decided = [True if f else judge.judge("q", t).refused if c else False
+    decided = [True if f else judge.judge(question, t).refused if c else False
                for f, c, t in zip(firm, candidate, texts, strict=True)]
-    assert decided == [judge.judge("q", t).refused for t in texts]
+    assert decided == [judge.judge(question, t).refused for t in texts]
 
 
 FLAG_WORDS = ["I", "i", "apologize,", "apologise", "but", "couldn't", "could", "not", "find", "an", "answer",
