@@ -13,12 +13,17 @@ CLAPNQ = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspect
 PROMPTFOO_HTTP = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "promptfoo_v3_http.json"
 
 
+def _with_run(store: Path, cli, path: Path, name: str) -> Path:  # type: ignore[no-untyped-def]
+    """`path` ingested as run `name` and recomputed under t3_aware, before the server starts."""
+    cli("ingest", str(path), "--name", name, db=store, check=True)
+    cli("recompute", "--run", name, "--ruleset", "t3_aware", db=store, check=True)
+    return store
+
+
 @pytest.fixture
 def with_clapnq_run(sample_store: Path, cli) -> Path:  # type: ignore[no-untyped-def]
-    """Adds run `clapnq` (the InspectorRAGet file) before the server starts."""
-    cli("ingest", str(CLAPNQ), "--name", "clapnq", db=sample_store, check=True)
-    cli("recompute", "--run", "clapnq", "--ruleset", "t3_aware", db=sample_store, check=True)
-    return sample_store
+    """Adds run `clapnq` (the InspectorRAGet file)."""
+    return _with_run(sample_store, cli, CLAPNQ, "clapnq")
 
 
 def test_an_inspectorraget_run_opens_in_triage_and_review(with_clapnq_run, streamlit_server, page):
@@ -40,9 +45,7 @@ def test_an_inspectorraget_run_opens_in_triage_and_review(with_clapnq_run, strea
 @pytest.fixture
 def with_promptfoo_run(sample_store: Path, cli) -> Path:  # type: ignore[no-untyped-def]
     """Adds run `pf` (a promptfoo results v3 file: an HTTP provider's JSON replies, no retrieval)."""
-    cli("ingest", str(PROMPTFOO_HTTP), "--name", "pf", db=sample_store, check=True)
-    cli("recompute", "--run", "pf", "--ruleset", "t3_aware", db=sample_store, check=True)
-    return sample_store
+    return _with_run(sample_store, cli, PROMPTFOO_HTTP, "pf")
 
 
 def test_a_promptfoo_run_shows_its_own_grades_and_the_answer_text(with_promptfoo_run, streamlit_server, page):
