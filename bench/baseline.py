@@ -4,7 +4,7 @@ One response at a time, straight from the run file: every pattern of the rules i
 on its own and run with ``re.finditer`` on the answer (all spans computed, as a naive
 evaluator that feeds a highlighting UI would), proper nouns and prices are looked up in
 freshly normalised retrieved texts, nothing is cached across rows and nothing is batched.
-It reads the rules through ``evaluator.rules.load_rules()`` so the rules are the project's,
+It reads the rules through ``evaluator.rules.load.load_rules()`` so the rules are the project's,
 but shares no matching code with the project: the checks of SPEC §4 and flags of §5 are
 re-implemented here from the SPEC, which makes it an independent cross-check too: the
 bench asserts that both agree on every verdict.
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evaluator.rules import PatternRule, Rules, load_rules
+from evaluator.rules.load import PatternRule, Rules, load_rules
 
 CHECKS = ("routing_check", "retrieval_check", "answers_question", "cites_shlokas", "follows_template",
           "no_hallucination")

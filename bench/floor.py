@@ -113,7 +113,7 @@ FROM resp r LEFT JOIN support s USING (response_id)
 def floor_params(run: str, profile_name: str = PROFILE) -> dict[str, Any]:
     """The rules' patterns, phrases and thresholds (the default rules, the run's profile, rule
     set t3_aware) as the query's named parameters."""
-    from evaluator.rules import load_rules
+    from evaluator.rules.load import load_rules
 
     rules = load_rules()
     profile = rules.profile(profile_name)

@@ -55,9 +55,9 @@ def _edits(values: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def step_preview(db: str, run: str) -> dict[str, Any]:
     """Each edit's preview as the page does it, timed part by part, first and again (cached)."""
-    from evaluator import rule_lab as lab
-    from evaluator.rules import load_rules
-    from evaluator.store import connect
+    from evaluator.lab import rule_lab as lab
+    from evaluator.rules.load import load_rules
+    from evaluator.store.db import connect
 
     base = load_rules()
     out: dict[str, Any] = {}

@@ -27,11 +27,11 @@ from typing import Any
 
 import orjson
 
-from evaluator.formats.peer import ANSWER_KEYS
-from evaluator.ingest import prepare_run, store_run_staged
-from evaluator.readers import InputError
-from evaluator.recompute import recompute
-from evaluator.store import connect
+from evaluator.ingest.formats.peer import ANSWER_KEYS
+from evaluator.ingest.loader import prepare_run, store_run_staged
+from evaluator.ingest.readers import InputError
+from evaluator.pipeline.recompute import recompute
+from evaluator.store.db import connect
 
 DEFAULT_FOLDER = Path(__file__).resolve().parents[2] / "shared" / "outside"
 RUN_SUFFIXES = (".json", ".jsonl", ".csv", ".eval", ".parquet")

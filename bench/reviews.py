@@ -1,6 +1,6 @@
 """Reviewer overrides for a benchmark store, so the override-aware queries have work to do.
 
-Through the real write path (evaluator.overrides.add_override): one response in 1000 of a run
+Through the real write path (evaluator.review.overrides.add_override): one response in 1000 of a run
 (picked by hash, so every provider and template has some) gets an override, alternating
 'overall' and check-level ones, as reviewers would leave them.
 
@@ -14,9 +14,9 @@ import time
 
 import orjson
 
-from evaluator.overrides import add_override
-from evaluator.review_config import ReviewConfig
-from evaluator.store import connect
+from evaluator.review.config import ReviewConfig
+from evaluator.review.overrides import add_override
+from evaluator.store.db import connect
 
 CHECKS = ("cites_shlokas", "no_hallucination", "follows_template")
 

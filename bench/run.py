@@ -91,7 +91,7 @@ def measure(args: list[str], *, cwd: Path = ROOT, timeout: float = 3600) -> dict
     env.pop("EVALUATOR_DB", None)
     load = os.getloadavg()[0]  # other work on the machine shows here (1-minute load average)
     lock_log = Path(tempfile.mkstemp(prefix="bench-lock-", suffix=".jsonl")[1])
-    env["EVALUATOR_LOCK_LOG"] = str(lock_log)  # evaluator.store logs each time the command held the store
+    env["EVALUATOR_LOCK_LOG"] = str(lock_log)  # evaluator.store.db logs each time the command held the store
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.perf_counter()
         proc = subprocess.Popen(args, cwd=cwd, env=env, stdout=out, stderr=err)

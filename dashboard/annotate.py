@@ -24,8 +24,8 @@ import streamlit as st
 
 from dashboard.common import md, store
 from dashboard.highlight import inline
-from evaluator import annotations, pending
-from evaluator.overrides import OverrideError
+from evaluator.review import annotations, pending
+from evaluator.review.overrides import OverrideError
 
 SAVE_WAIT_S = 2.0
 SCALE_HELP = {"nominal": "pick one", "ordinal": "low to high", "numeric": "a number", "text": "free text"}
@@ -48,7 +48,7 @@ def _save(db: str, response_id: int, reviewer: str, prefix: str) -> None:
     reason = st.session_state.get(f"{prefix}_reason", "")
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    # Journalled first (evaluator.pending), like overrides: a busy store keeps it pending, never lost.
+    # Journalled first (evaluator.review.pending), like overrides: a busy store keeps it pending, never lost.
     try:
         token = pending.submit(db, {"kind": "annotation", "response_id": response_id, "reviewer": reviewer,
                                     "label": str(label), "value": value, "reason": reason})

@@ -13,9 +13,9 @@ import duckdb
 import streamlit as st
 
 from dashboard.highlight import INVISIBLE, break_autolinks, inline, visible_token
-from evaluator import pending
 from evaluator.queries.runs import run_names
-from evaluator.store import StoreBusyError, connect, resolve_db_path, set_waiting
+from evaluator.review import pending
+from evaluator.store.db import StoreBusyError, connect, resolve_db_path, set_waiting
 
 T = TypeVar("T")
 
@@ -54,7 +54,7 @@ def store() -> Iterator[duckdb.DuckDBPyConnection]:
     pending.start_drainer(store_path())  # reviewers' saves kept while the store was busy
     on_wait, done = waiting_notice()
     # Pages only read: they share the store with each other and with the CLI's reading steps;
-    # only a save (evaluator.pending) opens it for writing. A missing store is created empty.
+    # only a save (evaluator.review.pending) opens it for writing. A missing store is created empty.
     read_only = Path(store_path()).exists()
     try:
         with connect(store_path(), read_only=read_only, timeout_s=PAGE_WAIT_S, on_wait=on_wait,

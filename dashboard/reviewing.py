@@ -12,8 +12,8 @@ from typing import Any
 import streamlit as st
 
 from dashboard import highlight, reviewer_name
-from evaluator.registry import FLAG
-from evaluator.review_config import ReviewConfig, load_review_config
+from evaluator.core.registry import FLAG
+from evaluator.review.config import ReviewConfig, load_review_config
 
 VERDICT_COLOURS = {"PASS": "green", "FAIL": "red", "N/A": "gray"}
 VERDICT_ICONS = {"PASS": ":green[:material/check_circle:]", "FAIL": ":red[:material/cancel:]",

@@ -2,7 +2,7 @@
 
 Cells are plain text in st.dataframe (never HTML), so untrusted names stay inert. Each row links
 to Review with the Triage queue (dashboard.triage_url). Bulk actions go through the pending
-journal as ONE save holding every row's override (evaluator.pending, kind "bulk"): one
+journal as ONE save holding every row's override (evaluator.review.pending, kind "bulk"): one
 transaction, written exactly once.
 """
 
@@ -19,9 +19,9 @@ import streamlit as st
 from dashboard import fmt, highlight, reviewing
 from dashboard.common import store_path
 from dashboard.triage_url import review_params
-from evaluator import pending
-from evaluator.overrides import OverrideError, allowed_values, targets_for
-from evaluator.review_config import load_review_config
+from evaluator.review import pending
+from evaluator.review.config import load_review_config
+from evaluator.review.overrides import OverrideError, allowed_values, targets_for
 
 TABLE_KEY = "triage_table"  # session state: the table's row selection
 NO_SELECTION: dict[str, Any] = {"selection": {"rows": [], "columns": [], "cells": []}}

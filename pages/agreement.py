@@ -17,8 +17,8 @@ from dashboard.common import overrides_toggle, select_in_url, sidebar_run_picker
 from dashboard.fmt import percent
 from dashboard.highlight import inline
 from dashboard.shell import served_by_app
-from evaluator.agreement import LEVELS, VERDICTS, AgreementError
 from evaluator.queries import agreement as q
+from evaluator.review.agreement import LEVELS, VERDICTS, AgreementError
 
 served_by_app()
 

@@ -1,6 +1,6 @@
 """Review (SPEC §8.5): one response in full; a reviewer overrides a verdict with a reason.
 
-Deep link: ?response=ID&evaluation=ID. Overrides are append-only (evaluator.overrides);
+Deep link: ?response=ID&evaluation=ID. Overrides are append-only (evaluator.review.overrides);
 the effective verdict is the latest override, else the computed one.
 """
 
@@ -15,10 +15,10 @@ from dashboard import highlight, keys, names, review_queue, reviewing
 from dashboard.annotate import render_rating_form
 from dashboard.common import TEMPLATE_LABELS, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
-from evaluator import pending
-from evaluator.overrides import OverrideError, allowed_values
 from evaluator.queries import review as q
-from evaluator.review_config import load_review_config
+from evaluator.review import pending
+from evaluator.review.config import load_review_config
+from evaluator.review.overrides import OverrideError, allowed_values
 
 served_by_app()
 
@@ -62,7 +62,7 @@ def _pick_response() -> None:
 
 
 def _save(save: dict, done_message: str) -> bool:
-    """Keep the save durably (evaluator.pending), then write it if the store is free within a
+    """Keep the save durably (evaluator.review.pending), then write it if the store is free within a
     moment; otherwise it stays pending and the background writer lands it when the store frees.
     Returns False (with the error kept to show) when the save can never be written."""
     try:

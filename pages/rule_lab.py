@@ -10,12 +10,12 @@ import streamlit as st
 from dashboard import fmt, names
 from dashboard.common import code, md, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
-from evaluator import rule_lab as lab
-from evaluator import stored_rulesets
-from evaluator.lab_recompute import recompute_with_progress
-from evaluator.rules import Rules, load_rules
-from evaluator.store import connect
-from evaluator.types import CHECK_NAMES
+from evaluator.core.types import CHECK_NAMES
+from evaluator.lab import rule_lab as lab
+from evaluator.lab.recompute import recompute_with_progress
+from evaluator.rules.load import Rules, load_rules
+from evaluator.store import rulesets as stored_rulesets
+from evaluator.store.db import connect
 
 served_by_app()
 

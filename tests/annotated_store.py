@@ -1,4 +1,4 @@
-"""Human ratings added to a real store through evaluator.annotations (tests of labels and agreement).
+"""Human ratings added to a real store through evaluator.review.annotations (tests of labels and agreement).
 
 `annotate(db, run)` defines faithfulness and relevance (ordinal 1–4) and fluency (free text) on a
 run and has three annotators rate its responses: deterministic, with gaps (an annotator skips
@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from evaluator import annotations
-from evaluator.store import connect, fetch_value
+from evaluator.review import annotations
+from evaluator.store.db import connect, fetch_value
 
 ANNOTATORS = ("ann_a", "ann_b", "<b>ann_c</b> [x](http://evil.example)")
 HOSTILE_REASON = "<script>alert(1)</script> **bold** [link](javascript:alert(1)) =HYPERLINK(\"x\")"

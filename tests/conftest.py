@@ -68,7 +68,7 @@ TIMESTAMPS = {"ingested_at", "created_at", "applied_at"}
 
 def store_rows(db: Path) -> dict[str, list[tuple]]:
     """Every table's rows as text (timestamps left out), sorted: equal for stores holding the same data."""
-    from evaluator.store import connect
+    from evaluator.store.db import connect
 
     out = {}
     with connect(db, read_only=True) as con:
@@ -88,7 +88,7 @@ def store_rows(db: Path) -> dict[str, list[tuple]]:
 HOLDER = """
 import sys
 sys.path.insert(0, sys.argv[2])
-from evaluator.store import connect, set_waiting
+from evaluator.store.db import connect, set_waiting
 set_waiting(label=sys.argv[3])
 with connect(sys.argv[1]) as con:
     print("held", flush=True)

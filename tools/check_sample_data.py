@@ -9,7 +9,7 @@ It also re-derives the verdicts with a small, independent reading of the SPEC §
 and asserts that the recorded T1/T2 verdicts equal them and that every T3 answer is a
 proper refusal with a redirect. It prints the v2 regressions/fixes and the Clearpath flags.
 
-Part 2 (when evaluator.evaluate is importable): run the real evaluator and assert that under
+Part 2 (when evaluator.core.evaluate is importable): run the real evaluator and assert that under
 t3_aware all eight T3 questions pass for both providers and that the T1/T2 verdicts equal
 the recorded ones. Exit status 1 when anything is off.
 """
@@ -389,9 +389,9 @@ def check_clearpath(rows: list[dict], verbose: bool) -> None:
 # ---- part 2: the real evaluator --------------------------------------------------------------
 def check_with_evaluator(golden: list[dict], v2: list[dict]) -> None:
     try:
-        from evaluator.evaluate import evaluate
-        from evaluator.rules import load_rules
-        from evaluator.types import GoldClaim, ResponseInput, RetrievedItem
+        from evaluator.core.evaluate import evaluate
+        from evaluator.core.types import GoldClaim, ResponseInput, RetrievedItem
+        from evaluator.rules.load import load_rules
     except ImportError as exc:
         print(f"evaluator not available ({exc}); part 2 skipped")
         return

@@ -13,10 +13,10 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from evaluator.errors import UsageError
-from evaluator.readers import InputError
-from evaluator.staging import RunChangedError
-from evaluator.store import StoreBusyError, set_waiting
+from evaluator.core.errors import UsageError
+from evaluator.ingest.readers import InputError
+from evaluator.store.db import StoreBusyError, set_waiting
+from evaluator.store.staging import RunChangedError
 
 # Module name -> command name; the order is the order of `--help`.
 COMMANDS = {

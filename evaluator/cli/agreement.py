@@ -15,13 +15,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from evaluator.agreement import LEVELS, AgreementError
-from evaluator.annotations import labels
 from evaluator.cli.common import print_json, print_table
-from evaluator.errors import UsageError
+from evaluator.core.errors import UsageError
 from evaluator.queries import agreement as q
-from evaluator.run_lookup import run_id_for
-from evaluator.store import connect, fetch_value
+from evaluator.review.agreement import LEVELS, AgreementError
+from evaluator.review.annotations import labels
+from evaluator.store.db import connect, fetch_value
+from evaluator.store.run_lookup import run_id_for
 
 HELP = ("Krippendorff's alpha among a run's annotators per label, and each automated check's agreement with "
         "the human majority (confusion matrix, Cohen's kappa, precision/recall of FAIL)")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evaluator.annotations import export_sql
-from evaluator.export import export_format
-from evaluator.run_lookup import run_id_for
-from evaluator.store import connect, fetch_value, quote_literal
+from evaluator.pipeline.export import export_format
+from evaluator.review.annotations import export_sql
+from evaluator.store.db import connect, fetch_value, quote_literal
+from evaluator.store.run_lookup import run_id_for
 
 HELP = ("export a run's current human ratings (question_id, provider, annotator, label, value, reason, "
         "created_at, source) to .jsonl, .csv or .parquet")

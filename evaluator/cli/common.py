@@ -6,8 +6,8 @@ import json
 import sys
 from typing import Any
 
-from evaluator.errors import UsageError
-from evaluator.run_lookup import run_id_for
+from evaluator.core.errors import UsageError
+from evaluator.store.run_lookup import run_id_for
 
 __all__ = ["UsageError", "load_rules_arg", "print_json", "print_table", "run_id_for"]
 
@@ -36,7 +36,7 @@ def _fmt(value: Any) -> str:
 
 def load_rules_arg(path: str | None) -> Any:
     """The rules of --rules (default: built-in); a bad file is the user's to fix, so exit 2."""
-    from evaluator.rules import load_rules
+    from evaluator.rules.load import load_rules
 
     try:
         return load_rules(path)

@@ -14,12 +14,12 @@ from typing import Any
 import duckdb
 
 from evaluator.cli.common import load_rules_arg, print_json, print_table
-from evaluator.errors import UsageError
-from evaluator.evaluations import ensure_evaluation, recorded_evaluation, ruleset_evaluation
+from evaluator.core.errors import UsageError
+from evaluator.pipeline.evaluations import ensure_evaluation, recorded_evaluation, ruleset_evaluation
 from evaluator.queries import before_after, compare
 from evaluator.queries.overview import latest_evaluation, rulesets
-from evaluator.run_lookup import run_id_for
-from evaluator.store import connect
+from evaluator.store.db import connect
+from evaluator.store.run_lookup import run_id_for
 
 HELP = "compare two runs under one rule set (pass-rate deltas, McNemar), or a run under two rule sets"
 RECORDED = "recorded"

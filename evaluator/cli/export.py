@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from evaluator.cli.common import load_rules_arg
-from evaluator.evaluations import RULESETS, ensure_evaluation, evaluation_for
-from evaluator.export import export_format, export_rows, write_export
+from evaluator.pipeline.evaluations import RULESETS, ensure_evaluation, evaluation_for
+from evaluator.pipeline.export import export_format, export_rows, write_export
 from evaluator.queries.report import flags_evaluation_id
-from evaluator.store import connect
+from evaluator.store.db import connect
 
 HELP = "export a run's verdicts (one row per response) to .jsonl, .csv or .parquet"
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from evaluator.cli.common import load_rules_arg, print_json
 from evaluator.cli.compare import RECORDED, resolve
-from evaluator.errors import UsageError
-from evaluator.evaluations import ensure_evaluation
+from evaluator.core.errors import UsageError
+from evaluator.pipeline.evaluations import ensure_evaluation
 from evaluator.queries.overview import pass_rate_counts
-from evaluator.store import connect
+from evaluator.store.db import connect
 
 HELP = "exit 1 when a run's pass rate per template misses a threshold (for CI); prints what missed"
 TEMPLATES = ("T1", "T2", "T3", "none", "all")

@@ -7,12 +7,12 @@ import contextlib
 import sys
 from typing import Any
 
-from evaluator.errors import UsageError
-from evaluator.ingest import DuplicateRunError, PreparedRun, prepare_run, store_run_staged
-from evaluator.judges.base import preview
-from evaluator.readers import ALL_FORMATS
-from evaluator.registry import check_entries, flag_entries
-from evaluator.staging import staging_folder
+from evaluator.core.errors import UsageError
+from evaluator.core.registry import check_entries, flag_entries
+from evaluator.ingest.loader import DuplicateRunError, PreparedRun, prepare_run, store_run_staged
+from evaluator.ingest.readers import ALL_FORMATS
+from evaluator.pipeline.judges.base import preview
+from evaluator.store.staging import staging_folder
 
 HELP = ("ingest a run file (JSONL, JSON, wide or long CSV, Parquet; the files of InspectorRAGet, promptfoo, "
         "Inspect AI, DeepEval, Ragas and Phoenix, told from their content; any table through --map); "

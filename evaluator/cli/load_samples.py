@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from evaluator.samples import load_samples
-from evaluator.store import resolve_db_path
+from evaluator.ingest.samples import load_samples
+from evaluator.store.db import resolve_db_path
 
 HELP = "load the sample runs of data/ into the store if it has no runs yet, and evaluate them"
 

@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from evaluator.cli.common import load_rules_arg, print_json, print_table
-from evaluator.errors import UsageError
-from evaluator.judges import JUDGE_NAMES, JudgeError
-from evaluator.metrics.runner import ENGINES, compute_and_store
+from evaluator.core.errors import UsageError
+from evaluator.pipeline.judges import JUDGE_NAMES, JudgeError
+from evaluator.pipeline.metrics.runner import ENGINES, compute_and_store
 
 HELP = "compute F1GR and F1AC per provider of a run (dataset-level metrics, SPEC §6)"
 KEYS = ["provider", "f1gr", "f1_ref", "f1_ans", "f1ac", "p_ac", "r_ac",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evaluator.export import export_format, write_table
-from evaluator.overrides import EXPORT_SQL
-from evaluator.run_lookup import run_id_for
-from evaluator.store import connect
+from evaluator.pipeline.export import export_format, write_table
+from evaluator.review.overrides import EXPORT_SQL
+from evaluator.store.db import connect
+from evaluator.store.run_lookup import run_id_for
 
 HELP = "export a run's reviewer overrides (with question_id and provider) to .jsonl, .csv or .parquet"
 

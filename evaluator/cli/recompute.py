@@ -6,10 +6,10 @@ import argparse
 import sys
 
 from evaluator.cli.common import load_rules_arg, print_json
-from evaluator.errors import UsageError
-from evaluator.evaluations import RULESETS
-from evaluator.recompute import ENGINES, recompute
-from evaluator.stored_rulesets import saved_rules
+from evaluator.core.errors import UsageError
+from evaluator.pipeline.evaluations import RULESETS
+from evaluator.pipeline.recompute import ENGINES, recompute
+from evaluator.store.rulesets import saved_rules
 
 HELP = "recompute the six checks and three flags of a run (all providers) and store the evaluation"
 
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     if args.profile is not None and args.profile not in rules.profile_names:
         raise UsageError(f"unknown profile {args.profile!r}; the rules{where} define: "
                          f"{', '.join(rules.profile_names)}")
-    from evaluator.sql.engine import VerifyError
+    from evaluator.pipeline.sql.engine import VerifyError
 
     try:
         result = recompute(args.db, args.run, args.ruleset, rules=rules, with_spans=args.spans,

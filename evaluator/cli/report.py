@@ -6,9 +6,9 @@ import argparse
 import sys
 
 from evaluator.cli.common import load_rules_arg, print_json, print_table
-from evaluator.evaluations import RULESETS, ensure_evaluation, evaluation_for
+from evaluator.pipeline.evaluations import RULESETS, ensure_evaluation, evaluation_for
 from evaluator.queries.report import report
-from evaluator.store import connect
+from evaluator.store.db import connect
 
 HELP = "report pass rates, check verdicts and flags of a run under a rule set or its recorded verdicts"
 

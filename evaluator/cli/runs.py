@@ -6,7 +6,7 @@ import argparse
 
 from evaluator.cli.common import print_json, print_table
 from evaluator.queries.runs import RUN_COLUMNS, list_runs
-from evaluator.store import connect
+from evaluator.store.db import connect
 
 HELP = "list runs: name, profile, source file, ingested at, responses, providers, questions"
 def add_arguments(parser: argparse.ArgumentParser) -> None:

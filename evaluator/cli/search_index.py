@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evaluator import search_index
 from evaluator.cli.common import print_json
-from evaluator.run_lookup import run_id_for
-from evaluator.store import atomic, connect, fetch_value
+from evaluator.pipeline import search_index
+from evaluator.store.db import atomic, connect, fetch_value
+from evaluator.store.run_lookup import run_id_for
 
 HELP = ("build the word index of a run's answers and comments, so Triage's free-text search reads only "
         "the answers holding the search's words (worth it from about 100k responses)")

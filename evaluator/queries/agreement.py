@@ -19,10 +19,10 @@ from typing import Any
 import duckdb
 import numpy as np
 
-from evaluator import agreement as stats
-from evaluator.annotations import RUN_ANNOTATIONS, current_cte, labels
 from evaluator.queries.effective import LATEST_OVERRIDES, effective_check_verdict
-from evaluator.store import fetch_one, fetch_value
+from evaluator.review import agreement as stats
+from evaluator.review.annotations import RUN_ANNOTATIONS, current_cte, labels
+from evaluator.store.db import fetch_one, fetch_value
 
 LABEL_ANNOTATIONS = f"{RUN_ANNOTATIONS} AND label = $label"
 NUMBER = "coalesce(value_num, TRY_CAST(value AS DOUBLE))"

@@ -32,7 +32,7 @@ from evaluator.queries.overview import (
     shown_pairs_cte,
     verdicts_cte,
 )
-from evaluator.store import quote_ident
+from evaluator.store.db import quote_ident
 
 __all__ = [
     "CHECK_CHANGES_UP_TO", "FALSE_FAILURE_DEFINITION", "RULESET_ORDER", "SLOWER_LIMIT", "BeforeAfter", "durations",

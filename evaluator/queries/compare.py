@@ -13,6 +13,7 @@ from typing import Any
 
 import duckdb
 
+from evaluator.core.stats import mcnemar_exact, newcombe_interval, wilson_interval
 from evaluator.queries.overview import (
     CHECK_LIST_SQL,
     REVIEWS_CTE,
@@ -28,8 +29,7 @@ from evaluator.queries.overview import (
     shown_pairs_cte,
     verdicts_cte,
 )
-from evaluator.stats import mcnemar_exact, newcombe_interval, wilson_interval
-from evaluator.store import quote_ident
+from evaluator.store.db import quote_ident
 
 __all__ = [
     "ALL", "FLIP_KINDS", "RunComparison", "common_rulesets", "default_against", "evaluation_info", "flip_summary",

@@ -174,7 +174,7 @@ def confusion(con: duckdb.DuckDBPyConnection, stored: list[dict[str, Any]]) -> l
 
 def _compute_function() -> Callable[..., Any] | None:
     try:
-        from evaluator.metrics.runner import compute_and_store  # written by the metrics work; may not exist
+        from evaluator.pipeline.metrics.runner import compute_and_store  # written by the metrics work; may not exist
     except ImportError:
         return None
     return compute_and_store  # type: ignore[no-any-return]
@@ -189,5 +189,5 @@ def compute(db: str, run_name: str, *, judge: str = DEFAULT_JUDGE, with_override
     the store at `db` only to read the run and to write the results."""
     function = _compute_function()
     if function is None:
-        raise RuntimeError("the metrics runner (evaluator.metrics.runner.compute_and_store) is not available")
+        raise RuntimeError("the metrics runner (evaluator.pipeline.metrics.runner.compute_and_store) is not available")
     return function(db, run_name, judge=judge, with_overrides=with_overrides)

@@ -18,6 +18,8 @@ from typing import Any
 
 import duckdb
 
+from evaluator.core.stats import wilson_interval
+from evaluator.core.types import CHECK_NAMES
 from evaluator.queries import report
 from evaluator.queries.effective import (
     effective_check_verdict,
@@ -27,9 +29,7 @@ from evaluator.queries.effective import (
 )
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
-from evaluator.sql_params import Params
-from evaluator.stats import wilson_interval
-from evaluator.types import CHECK_NAMES
+from evaluator.store.sql_params import Params
 
 __all__ = [
     "CHECK_ORDER", "RULESET_ORDER", "check_counts", "common_rulesets", "evaluation_info", "flag_counts",
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 RULESET_ORDER = ("recorded", "legacy", "t3_aware")
-CHECK_ORDER: Sequence[str] = CHECK_NAMES  # the registry's display order (evaluator.registry)
+CHECK_ORDER: Sequence[str] = CHECK_NAMES  # the registry's display order (evaluator.core.registry)
 # The same order as a SQL list for list_position() (a literal: it is the same in every query).
 # Registered names are ASCII identifiers (the registry refuses others), so the literal cannot break out.
 CHECK_LIST_SQL = "[" + ", ".join(f"'{c}'" for c in CHECK_ORDER) + "]"

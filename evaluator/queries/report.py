@@ -11,7 +11,7 @@ from evaluator.queries.effective import (
     check_results_cte,
     response_results_cte,
 )
-from evaluator.store import fetch_one
+from evaluator.store.db import fetch_one
 
 
 def _dicts(cursor: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

@@ -13,11 +13,11 @@ from typing import Any
 import duckdb
 import orjson
 
-from evaluator.overrides import carried_candidates, history
+from evaluator.core.types import CHECK_NAMES, FLAG_NAMES, CheckResult, FlagResult
 from evaluator.queries.effective import check_results_cte, latest_overrides_cte, response_results_cte
 from evaluator.queries.report import flags_evaluation_id, query_dicts
-from evaluator.store import fetch_one
-from evaluator.types import CHECK_NAMES, FLAG_NAMES, CheckResult, FlagResult
+from evaluator.review.overrides import carried_candidates, history
+from evaluator.store.db import fetch_one
 
 __all__ = [
     "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",
@@ -135,7 +135,7 @@ def retrieved(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) -> di
 def display_rules(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[str, Any]:
     """The similarity threshold and banner texts of the rules the evaluation ran with
     (the rules file in force for recorded verdicts; the built-in rules if stored ones no longer load)."""
-    from evaluator.rules import load_rules, rules_from_text
+    from evaluator.rules.load import load_rules, rules_from_text
 
     source = span_evaluation(con, evaluation_id)
     try:
@@ -150,11 +150,11 @@ def display_rules(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[st
 
 def override_targets(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_id: int, profile: str | None
                      ) -> list[str]:
-    """What a reviewer may override on this response (evaluator.overrides.targets_for) less the checks
+    """What a reviewer may override on this response (evaluator.review.overrides.targets_for) less the checks
     the bot's profile does not run (shown "not applicable to this bot"): no verdict of them to correct.
     The profile's checks come from the rules the evaluation ran with; all are offered when unknown."""
-    from evaluator.overrides import targets_for
-    from evaluator.rules import load_rules, rules_from_text
+    from evaluator.review.overrides import targets_for
+    from evaluator.rules.load import load_rules, rules_from_text
 
     targets = targets_for(con, response_id)
     source = span_evaluation(con, evaluation_id)
@@ -208,9 +208,9 @@ def spans(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequ
 def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], response_ids: Sequence[int]
                     ) -> dict[int, list[dict[str, Any]]]:
     """Spans of an evaluation that stored verdicts only (a huge run): evaluate again, for display."""
-    from evaluator.evaluate import evaluate
-    from evaluator.recompute import load_responses
-    from evaluator.rules import rules_from_text
+    from evaluator.core.evaluate import evaluate
+    from evaluator.pipeline.recompute import load_responses
+    from evaluator.rules.load import rules_from_text
 
     rules = rules_from_text(source["rules_text"], source["rules_source"])
     out: dict[int, list[dict[str, Any]]] = {}

@@ -19,8 +19,8 @@ from typing import Any
 
 import duckdb
 
-from evaluator import search_index
-from evaluator.overrides import HAS_CARRIED_SQL, agreement
+from evaluator.core.types import CHECK_NAMES
+from evaluator.pipeline import search_index
 from evaluator.queries.effective import check_results_cte, response_results_cte
 from evaluator.queries.overview import pass_rate_counts, ranked_names
 from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dicts
@@ -35,10 +35,10 @@ from evaluator.queries.review import (
     run_id,
     spans,
 )
-from evaluator.review_config import load_review_config
-from evaluator.sql_params import Params
-from evaluator.store import fetch_one, fetch_value
-from evaluator.types import CHECK_NAMES
+from evaluator.review.config import load_review_config
+from evaluator.review.overrides import HAS_CARRIED_SQL, agreement
+from evaluator.store.db import fetch_one, fetch_value
+from evaluator.store.sql_params import Params
 
 __all__ = [
     "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",
@@ -88,7 +88,7 @@ class TriageFilters:
     override_status: str = "any"
     paradox: bool = False  # reviewer comment says "correct" but the effective overall verdict is FAIL
     text: str | None = None
-    paradox_regex: str | None = None  # default: evaluator.review_config
+    paradox_regex: str | None = None  # default: evaluator.review.config
 
 
 INDEX_WORTH_IT_FROM = 100_000  # responses; below this a search reads every answer in a blink

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from evaluator import annotations
-from evaluator.store import connect, fetch_value
+from evaluator.review import annotations
+from evaluator.store.db import connect, fetch_value
 
 SCRIPT = """
 import sys

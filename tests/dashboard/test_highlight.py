@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dashboard.highlight import INVISIBLE, highlight, inline, inline_html, legend, plain, retrieved_table, visible_token
-from evaluator.types import Span
+from evaluator.core.types import Span
 
 TAG = re.compile(r"<[^>]*>")
 VISIBLE = {code: visible_token(code) for code in INVISIBLE}

@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from evaluator.queries import agreement as q
-from evaluator.store import connect
+from evaluator.store.db import connect
 from tests.annotated_store import annotate
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from evaluator.store import connect
+from evaluator.store.db import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG_ROWS = 100_000  # the ingest holds the store for seconds: longer than a save waits (2 s)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from evaluator.evaluate import evaluate
-from evaluator.rules import Rules, load_rules
-from evaluator.types import CheckResult, GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem
+from evaluator.core.evaluate import evaluate
+from evaluator.core.types import CheckResult, GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem
+from evaluator.rules.load import Rules, load_rules
 
 # SPEC §4 examples, verbatim (with the real ellipsis the SPEC shows).
 GOOD_T3 = (
@@ -96,6 +96,6 @@ def check_of(run: Callable[..., ResponseEvaluation]) -> Callable[..., CheckResul
 
 @pytest.fixture(scope="session")
 def rules_text() -> str:
-    from evaluator.rules import DEFAULT_RULES_PATH
+    from evaluator.rules.load import DEFAULT_RULES_PATH
 
     return DEFAULT_RULES_PATH.read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ import pytest
 
 from dashboard.fmt import percent
 from evaluator.queries import agreement as q
-from evaluator.store import connect
+from evaluator.store.db import connect
 from tests.annotated_store import annotate
 
 PAGE = "pages/agreement.py"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import html
 
-from evaluator.overrides import add_override
-from evaluator.review_config import ReviewConfig
-from evaluator.store import connect
+from evaluator.review.config import ReviewConfig
+from evaluator.review.overrides import add_override
+from evaluator.store.db import connect
 
 PAGE = "pages/review.py"
 

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from evaluator import pending
+from evaluator.review import pending
 
 PAGE = "pages/review.py"
 SAVE_WAIT_S = 2.0  # pages/review.py: how long a save waits for the store before it stays pending

@@ -5,9 +5,9 @@ from __future__ import annotations
 import html
 import re
 
-from evaluator.overrides import add_override
-from evaluator.review_config import ReviewConfig
-from evaluator.store import atomic, connect
+from evaluator.review.config import ReviewConfig
+from evaluator.review.overrides import add_override
+from evaluator.store.db import atomic, connect
 
 PAGE = "pages/triage.py"
 
@@ -205,7 +205,7 @@ def test_untrusted_text_is_rendered_escaped(make_app, hostile_store, rendered):
 
 
 def test_a_big_run_searched_without_an_index_says_how_to_build_one(make_app, sample_store, monkeypatch):
-    from evaluator import search_index
+    from evaluator.pipeline import search_index
 
     monkeypatch.setattr("evaluator.queries.triage.INDEX_WORTH_IT_FROM", 50)  # ramayana has 80 responses
     command = "python -m evaluator search-index --run ramayana"

@@ -7,7 +7,7 @@ import re
 from urllib.parse import parse_qs
 
 from evaluator.queries.triage import TriageFilters, first_id
-from evaluator.store import connect
+from evaluator.store.db import connect
 
 PAGE = "pages/triage.py"
 REVIEWER = {"reviewer": "priya"}

@@ -1,0 +1,1049 @@
+"""Validate run files and load them into the store in bulk, whole or not at all."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from evaluator.core.types import CHECK_NAMES
+from evaluator.ingest.fast import OPTIONAL_STRINGS, Known, add_plain_record, answer_hash
+from evaluator.ingest.formats import Label, PeerRun, read_peer
+from evaluator.ingest.formats.column_map import apply_map, parse_map
+from evaluator.ingest.formats.detect import csv_header, file_format, json_format
+from evaluator.ingest.formats.grades import RECORDED_OVERALL, is_grade_name
+from evaluator.ingest.formats.inspect_log import is_eval_zip, looks_zipped, read_eval_zip
+from evaluator.ingest.formats.peer import context_id
+from evaluator.ingest.formats.phoenix import read as read_phoenix
+from evaluator.ingest.formats.ragas import read as read_ragas
+from evaluator.ingest.parallel import read_plain_jsonl
+from evaluator.ingest.readers import (
+    PEER_FORMATS,
+    InputError,
+    Record,
+    json_list_records,
+    read_json_document,
+    read_records,
+    require_regular_file,
+    type_name,
+)
+from evaluator.pipeline import search_index
+from evaluator.rules.load import load_rules
+from evaluator.store.db import atomic, connect, drop_quietly, fetch_one, fetch_value, memory_limited, next_id
+from evaluator.store.results import write_evaluation_counts, write_response_results
+from evaluator.store.spill import POOL, SpilledBatches, spill_folder
+from evaluator.store.staging import OwnedFolder, Stage, attached_in_transaction, copy_back, staging_area
+
+TEMPLATES = ("T1", "T2", "T3")
+VERDICTS = ("PASS", "FAIL", "N/A")
+# One shared str per verdict: millions of recorded verdicts then cost a pointer each.
+CANONICAL_VERDICTS = {verdict: verdict for verdict in VERDICTS}
+# Peers' formats whose files are one JSON document (the others: Ragas CSV, Phoenix JSONL, Inspect's .eval zip)
+JSON_PEER_FORMATS = ("inspectorraget", "promptfoo", "inspect", "deepeval")
+# Profiles come from the rules (evaluator.rules.load); these are the defaults ingest picks from.
+TEMPLATED_PROFILE = "ramayana"  # a run whose responses follow templates T1-T3
+GENERIC_PROFILE = "rag"  # any other run, when the rules define it ...
+FALLBACK_PROFILE = "clearpath"  # ... else this one, as before there was a generic profile
+KNOWN_FIELDS = {
+    "question_id", "question", "provider", "model_provider", "answer", "model", "expected_template",
+    "expected_routing", "template", "classification", "retrieved", "gold_answers", "answerable",
+    "recorded_checks", "comment", "outcome", "expected_ids",
+}
+RECORDED_REASON = "recorded by the source evaluator"
+
+
+
+RESPONSE_SCHEMA = pa.schema([
+    ("row", pa.int64()), ("question_id", pa.string()), ("provider", pa.string()), ("model", pa.string()),
+    ("answer", pa.string()), ("answer_hash", pa.string()), ("template", pa.string()), ("classification", pa.string()),
+    ("answerable", pa.bool_()), ("comment", pa.string()), ("outcome", pa.string()), ("metadata", pa.string()),
+    ("source_line", pa.int64()), ("retrieval_given", pa.bool_())])
+RETRIEVED_SCHEMA = pa.schema(
+    [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())])
+CHUNK_SCHEMA = pa.schema([("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())])
+RECORDED_SCHEMA = pa.schema([("row", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string())])
+ANNOTATION_SCHEMA = pa.schema([
+    ("row", pa.int64()), ("annotator", pa.string()), ("label", pa.string()), ("value", pa.string()),
+    ("value_num", pa.float64()), ("reason", pa.string()), ("created_us", pa.int64())])
+LABEL_SCHEMA = pa.schema([("label", pa.string()), ("scale", pa.string()), ("scale_values", pa.string()),
+                          ("description", pa.string())])
+BATCH_ROWS = 50_000  # responses buffered as Python lists before they go to an Arrow batch in a file
+# DuckDB's memory, each of the store and the staging file, while a run is stored: beyond it, DuckDB
+# drops cached blocks it has written (measured at 1M responses on 2 threads: the ingest process
+# peaked at 3.3 GB without a limit, 1.77 GB with 500 MB; issue 16 asks for 2 GB). Each DuckDB thread
+# needs its own share (a review measured 1M responses failing at 500 MB from 32 threads on), so
+# the limit grows with the threads.
+DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD = 500, 64
+
+
+@dataclass
+class Columns:
+    """Column-wise buffers. Responses, retrieved items and recorded verdicts go to Arrow batches
+    in files in `folder` every BATCH_ROWS responses, so a large run is not held in memory;
+    questions stay as lists because a later line may fill in a question's missing fields."""
+
+    folder: str
+    responses: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in RESPONSE_SCHEMA.names})
+    questions: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
+        "question_id", "question", "expected_template", "expected_routing", "gold_answers", "expected_ids")})
+    retrieved: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in RETRIEVED_SCHEMA.names})
+    chunks: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in CHUNK_SCHEMA.names})
+    recorded: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("row", "check_name", "verdict")})
+    annotations: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in ANNOTATION_SCHEMA.names})
+    labels: list[Label] = field(default_factory=list)
+    n_responses: int = 0
+    any_template: bool = False
+    # Some record holds `retrieved` (an empty list included). A file of ours that records retrieval
+    # for no response stores its responses as retrieval_recorded = false: unknown, not "nothing
+    # retrieved"; in a peer's file (per_record_retrieval), each response whose record holds none.
+    records_retrieval: bool = False
+    per_record_retrieval: bool = False
+    response_batches: SpilledBatches = field(init=False)
+    retrieved_batches: SpilledBatches = field(init=False)
+    recorded_batches: SpilledBatches = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.response_batches = SpilledBatches(RESPONSE_SCHEMA, self.folder)
+        self.retrieved_batches = SpilledBatches(RETRIEVED_SCHEMA, self.folder)
+        self.recorded_batches = SpilledBatches(RECORDED_SCHEMA, self.folder)
+
+    def flush(self) -> None:
+        """Move the buffered responses, retrieved items and recorded verdicts into Arrow batches
+        in files (evaluator.store.spill)."""
+        for buffer, batches in ((self.responses, self.response_batches), (self.retrieved, self.retrieved_batches),
+                                (self.recorded, self.recorded_batches)):
+            if buffer[batches.schema.names[0]]:
+                batches.append(pa.RecordBatch.from_pydict(buffer, schema=batches.schema))
+                for values in buffer.values():
+                    values.clear()
+
+    def close(self) -> None:
+        """Flush, and finish the files (before another process reads them)."""
+        self.flush()
+        for batches in (self.response_batches, self.retrieved_batches, self.recorded_batches):
+            batches.close()
+
+    def add_response(self, row: int, line_no: int, question_id: str, provider: str, answer: str,
+                     template: str | None, answerable: bool | None, metadata: str | None,
+                     optional: dict[str, str | None], retrieval_given: bool) -> None:
+        """One response into the buffers (``optional``: the OPTIONAL_STRINGS by name;
+        ``retrieval_given``: its record holds `retrieved`)."""
+        responses = self.responses
+        self.n_responses += 1
+        self.any_template = self.any_template or template is not None
+        responses["row"].append(row)
+        responses["question_id"].append(question_id)
+        responses["provider"].append(provider)
+        responses["model"].append(optional["model"])
+        responses["answer"].append(answer)
+        responses["answer_hash"].append(answer_hash(answer))
+        responses["template"].append(template)
+        responses["classification"].append(optional["classification"])
+        responses["answerable"].append(answerable)
+        responses["comment"].append(optional["comment"])
+        responses["outcome"].append(optional["outcome"])
+        responses["metadata"].append(metadata)
+        responses["source_line"].append(line_no)
+        responses["retrieval_given"].append(retrieval_given)
+
+    def recorded_table(self) -> pa.Table:
+        """Every recorded verdict: (row, check_name, verdict), the names and verdicts dictionary-
+        encoded (six a response: at a million responses, 100 MB rather than 200)."""
+        self.flush()
+        encoded = [pa.RecordBatch.from_arrays([b["row"], pc.dictionary_encode(b["check_name"], memory_pool=POOL),
+                                               pc.dictionary_encode(b["verdict"], memory_pool=POOL)],
+                                              names=RECORDED_SCHEMA.names)
+                   for b in self.recorded_batches]
+        if not encoded:
+            return pa.table({"row": pa.array([], pa.int64()), "check_name": pa.array([], pa.string()),
+                             "verdict": pa.array([], pa.string())})
+        return pa.Table.from_batches(encoded)
+
+
+@dataclass(frozen=True)
+class Understood:
+    """What ingest says it understood of a peer's file, beside the columns themselves."""
+
+    version: str | None = None  # the format's version, as the file states it
+    answer_fields: dict[str, int] = field(default_factory=dict)  # a JSON output's field that gave the answer -> n
+    file_passed: tuple[int, int] | None = None  # (passed, failed) by the file's own summary
+    ignored: tuple[str, ...] = ()
+
+
+def _recorded_overall(recorded: pa.Table) -> tuple[int, int]:
+    """(PASS, FAIL) of the recorded evaluation's overall verdicts, as _load_recorded writes them:
+    the file's own where it gives one, else FAIL when any recorded check fails."""
+    names = recorded["check_name"].cast(pa.string())
+    verdicts = recorded["verdict"].cast(pa.string())
+    given = pc.equal(names, RECORDED_OVERALL)
+    own = pc.filter(verdicts, given)
+    passed = pc.sum(pc.equal(own, "PASS")).as_py() or 0
+    failed = len(own) - passed
+    rows = pa.table({"row": recorded["row"], "fails": pc.equal(verdicts, "FAIL"), "given": given})
+    per_row = rows.group_by("row").aggregate([("fails", "any"), ("given", "any")])
+    computed = pc.filter(per_row["fails_any"], pc.invert(per_row["given_any"]))
+    computed_failed = pc.sum(computed).as_py() or 0
+    return passed + len(computed) - computed_failed, failed + computed_failed
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    run_id: int
+    name: str
+    profile: str
+    n_responses: int
+    replaced: bool
+
+
+class DuplicateRunError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run file read and validated, not yet stored: its batches wait in files in `folder`
+    (``close()``, or the last reference to it, removes them)."""
+
+    path: Path
+    fmt: str
+    name: str
+    profile: str
+    content_hash: str
+    columns: Columns
+    # Where the columns' batches are kept (evaluator.store.spill); removed with the last reference to it.
+    folder: OwnedFolder = field(compare=False, repr=False)
+    understood: Understood = field(default_factory=lambda: Understood())
+
+    @property
+    def n_responses(self) -> int:
+        return self.columns.n_responses
+
+    def close(self) -> None:
+        self.folder.cleanup()
+
+    def summary(self) -> dict[str, Any]:
+        """What the run holds, as ingest says it understood the file: its providers (with their
+        responses), whether its file recorded retrieval and how many items, its recorded verdicts
+        (responses with any, and their overall PASS / FAIL as the recorded evaluation counts them),
+        the tool's own grades beside our checks, and its human labels and ratings."""
+        cols = self.columns
+        providers = cols.response_batches.table(["provider"]).group_by("provider").aggregate([("provider", "count")])
+        recorded = cols.recorded_table()
+        passed, failed = _recorded_overall(recorded)
+        names = pc.unique(recorded["check_name"].combine_chunks().cast(pa.string())).to_pylist()
+        return {
+            "providers": dict(sorted(zip(providers["provider"].to_pylist(), providers["provider_count"].to_pylist(),
+                                         strict=True))),
+            "records_retrieval": cols.records_retrieval,
+            # responses whose retrieval is unknown: every one of a file that records none; in a peer's
+            # file, each whose record holds none
+            "unknown_retrieval": self.n_responses if not cols.records_retrieval else (
+                pc.sum(pc.invert(cols.response_batches.table(["retrieval_given"])["retrieval_given"])).as_py() or 0
+                if cols.per_record_retrieval else 0),
+            "retrieved_items": cols.retrieved_batches.table(["row"]).num_rows,
+            "recorded_responses": passed + failed, "recorded_pass": passed, "recorded_fail": failed,
+            "tool_grades": sorted(name for name in names if is_grade_name(name)),
+            "labels": len(cols.labels), "ratings": len(cols.annotations["row"]),
+        }
+
+    def __enter__(self) -> PreparedRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def prepare_run(
+    path: str | Path, *, name: str | None = None, fmt: str | None = None, profile: str | None = None,
+    progress: bool = False, column_map: str | dict[str, str] | None = None, rules: str | Path | None = None,
+    fast: bool = True, spill_to: Path | None = None, provider: str | None = None, answer_path: str | None = None,
+    more_paths: Sequence[str | Path] = (),
+) -> PreparedRun:
+    """Read and validate a run file without touching any store. `fmt`: one of readers.ALL_FORMATS
+    (default: told from the content, evaluator.ingest.formats.detect); `column_map`: "field=column,..."
+    (JSONL, CSV, Parquet, JSON lists); `rules`: the rules file whose profiles are allowed (default:
+    the shipped rules); `fast=False`: every record through the full validation (the reference the
+    quick pass of evaluator.ingest.fast is tested against); `spill_to`: the folder where the
+    batches of the run are kept until it is stored (evaluator.store.spill; default: the system's
+    temporary folder; staging.staging_folder(db) keeps them on the store's disk); `provider`: the
+    provider of a file that names none (default: the run's name); `answer_path`: the field of a
+    provider's JSON-object output that holds the answer (default: the first of peer.ANSWER_KEYS);
+    `more_paths`: further exports of the same run (Phoenix: one file of LLM spans, one of
+    RETRIEVER spans). Raises InputError."""
+    path = Path(path)
+    require_regular_file(path)  # a FIFO or /dev/zero first: it would block or never end
+    fmt = file_format(path, fmt)
+    extra = [Path(p) for p in more_paths]
+    for other in extra:
+        require_regular_file(other)
+        if fmt != "phoenix" or file_format(other, None) != "phoenix":
+            raise InputError(str(other), None, None, "several files make one run only for Phoenix span exports "
+                             "(LLM and RETRIEVER spans); ingest other files one at a time")
+    profiles = _profile_names(path, rules)
+    if profile is not None and profile not in profiles:
+        raise InputError(str(path), None, "profile", f"unknown profile {profile!r}; the rules define "
+                         f"{', '.join(profiles)}")
+    mapping = parse_map(column_map, KNOWN_FIELDS) if isinstance(column_map, str) else column_map
+    run_name = name or path.stem
+    folder = spill_folder(spill_to)
+    try:
+        return _prepare(path, fmt, profile, profiles, progress, mapping, run_name, fast, folder,
+                        _Options(provider or run_name, answer_path, extra))
+    except BaseException:
+        folder.cleanup()
+        raise
+
+
+@dataclass(frozen=True)
+class _Options:
+    provider: str  # of a file that names none
+    answer_path: str | None
+    more_paths: list[Path]
+
+
+def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...], progress: bool,
+             mapping: dict[str, str] | None, run_name: str, fast: bool, folder: OwnedFolder, options: _Options
+             ) -> PreparedRun:
+    digest = hashlib.sha256()
+    records: Any
+    peer: PeerRun | None = None
+    if mapping is not None and fmt in PEER_FORMATS and fmt not in ("ragas",):
+        raise InputError(str(path), None, None, f"--map applies to JSONL, JSON lists, CSV and Parquet, "
+                         f"not to {fmt} files (their fields are known)")
+    if fmt == "inspect" and (is_eval_zip(path) or looks_zipped(path) or path.suffix.lower() == ".eval"):
+        if not is_eval_zip(path):
+            raise InputError(str(path), None, None, "not a readable .eval archive: an Inspect log is a zip "
+                             "holding header.json (is the file complete?)")
+        peer = read_peer(path, fmt, read_eval_zip(path, digest), provider=options.provider)
+        records = iter(peer.records)
+    elif fmt == "json" or fmt in JSON_PEER_FORMATS:
+        doc = read_json_document(path, digest)
+        shape = json_format(doc) if mapping is None else "json"
+        if fmt == "json":
+            fmt = shape
+        elif shape != fmt and mapping is None and shape in PEER_FORMATS:
+            raise InputError(str(path), None, None, f"--format {fmt} was given but this is a {shape} file")
+        if fmt in PEER_FORMATS:
+            peer = read_peer(path, fmt, doc, provider=options.provider, answer_path=options.answer_path)
+            records = iter(peer.records)
+        else:
+            records = json_list_records(path, doc)
+        del doc
+    elif fmt == "ragas" and mapping is None:
+        peer = read_ragas(path, csv_header(path), read_records(path, "csv", digest, long_csv=True),
+                          provider=options.provider)
+        records = iter(peer.records)
+    elif fmt == "phoenix":
+        spans = ((file, line, span) for file in (path, *options.more_paths)
+                 for line, span in read_records(file, "jsonl", digest))
+        peer = read_phoenix(path, spans, provider=options.provider, answer_path=options.answer_path)
+        records = iter(peer.records)
+    else:
+        records = read_records(path, "csv" if fmt == "ragas" else fmt, digest, long_csv=mapping is not None)
+    if mapping is not None:
+        records = apply_map(path, records, mapping, default_provider=options.provider)
+    # A large plain JSONL file is read by worker processes; anything else, or anything they do not
+    # take (then the messages come from here), is read in this process.
+    parallel = None
+    if fast and fmt == "jsonl" and mapping is None:
+        parallel = read_plain_jsonl(path, folder.name, new_bar=lambda: _progress_bar(progress, path))
+    if parallel is not None:
+        columns, content_hash = parallel
+    else:
+        columns = _collect(path, records, folder.name, progress=progress, peer=peer, fast=fast)
+        content_hash = None
+    columns.per_record_retrieval = peer is not None  # a peer's record without retrieval: unknown
+    if profile is None:
+        has_templates = columns.any_template or any(columns.questions["expected_template"])
+        profile = TEMPLATED_PROFILE if has_templates and TEMPLATED_PROFILE in profiles else (
+            GENERIC_PROFILE if GENERIC_PROFILE in profiles else FALLBACK_PROFILE)
+    return PreparedRun(path, fmt, run_name, profile, content_hash or digest.hexdigest(), columns, folder,
+                       _understood(peer))
+
+
+def _understood(peer: PeerRun | None) -> Understood:
+    if peer is None:
+        return Understood()
+    return Understood(peer.version, dict(peer.answer_fields), peer.file_passed, tuple(peer.ignored))
+
+
+def _profile_names(path: Path, rules: str | Path | None) -> tuple[str, ...]:
+    try:
+        names = load_rules(rules).profile_names
+    except ValueError as exc:
+        raise InputError(str(rules or path), None, "rules", str(exc)) from None
+    return tuple(names() if callable(names) else names)
+
+
+def store_run(
+    con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
+) -> IngestResult:
+    """Store a prepared run in one transaction. Raises DuplicateRunError; writes nothing then."""
+    with atomic(con):
+        replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
+        run_id = next_id(con, "run_ids")
+        con.execute(INSERT_RUN_SQL, _run_row(run_id, run))
+        _load(con, run_id, run.columns)
+        if replaced_run_id is not None:
+            _move_overrides(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
+            _move_typed_annotations(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
+            delete_run(con, replaced_run_id)
+    return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
+
+
+STAGED_RUN_ID = 0  # the run's id in the staging file; the store's sequence gives the real one
+
+
+def store_run_staged(
+    db: str | os.PathLike[str] | None, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
+) -> IngestResult:
+    """Store a prepared run as store_run does, holding the store only for the writing: what is
+    derived from the run (questions' JSON columns, recorded verdicts, their outcomes and counts)
+    is built in a staging file (evaluator.store.staging) from the responses without their answers,
+    and copied in with the store's ids in one transaction, where the responses and their
+    retrieved items are written straight from the prepared batches. (Staging them too cost as
+    much again as writing them: DuckDB compresses the answers each time.) The staging file is
+    built on a thread of its own while the answers are written, which takes longer."""
+    with staging_area(db) as stage, ThreadPoolExecutor(max_workers=1, thread_name_prefix="staging") as thread:
+        staging = thread.submit(_stage_derived, stage, run)
+        with (connect(db) as con, memory_limited(con, _memory_limit(con)), contextlib.ExitStack() as staged_file,
+              atomic(con)):
+            replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
+            ids = {"run": next_id(con, "run_ids"), "offset": _first_response_id(con) - 1}
+            _load_responses(con, ids["run"], ids["offset"] + 1, run.columns)
+            staged_evaluations = staging.result()
+            alias = staged_file.enter_context(attached_in_transaction(con, stage))
+            _copy_staged(con, alias, ids, staged_evaluations)
+            if replaced_run_id is not None:
+                _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
+                _move_typed_annotations(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
+                delete_run(con, replaced_run_id)
+    return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
+
+
+INSERT_RUN_SQL = """INSERT INTO runs VALUES ($run, $name, $path, $format, $content_hash, $profile, now(),
+                                          $n_responses, NULL)"""
+
+
+def _run_row(run_id: int, run: PreparedRun) -> dict[str, object]:
+    return {"run": run_id, "name": run.name, "path": str(run.path), "format": run.fmt,
+            "content_hash": run.content_hash, "profile": run.profile, "n_responses": run.n_responses}
+
+
+def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
+    threads = int(fetch_value(con, "SELECT current_setting('threads')"))
+    return f"{max(DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD * threads)}MB"
+
+
+def _stage_derived(stage: Stage, run: PreparedRun) -> list[int]:
+    """Build what is derived from the run in the staging file; its evaluations' ids there."""
+    scon = stage.connect()
+    try:
+        with memory_limited(scon, _memory_limit(scon)), atomic(scon):
+            scon.execute(INSERT_RUN_SQL, _run_row(STAGED_RUN_ID, run))
+            _load(scon, STAGED_RUN_ID, run.columns, answers=False)  # an empty file: response ids from 1
+        return [int(row[0]) for row in scon.execute(
+            "SELECT evaluation_id FROM evaluations ORDER BY evaluation_id").fetchall()]
+    finally:
+        scon.close()
+
+
+def _copy_staged(con: duckdb.DuckDBPyConnection, alias: str, ids: dict[str, int], staged_evaluations: list[int]
+                 ) -> None:
+    """The staged tables into the store, with the store's ids (inside the caller's transaction)."""
+    moved_response = "response_id + $offset"
+    copy_back(con, alias, "runs", params=ids, replace={"run_id": "$run"})
+    copy_back(con, alias, "questions", params=ids, replace={"run_id": "$run"})
+    copy_back(con, alias, "labels", params=ids, replace={"run_id": "$run"})
+    copy_back(con, alias, "annotations", params=ids, replace={
+        "annotation_id": "nextval('annotation_ids')", "response_id": moved_response})
+    con.execute(f"""INSERT INTO chunks SELECT n.* FROM {alias}.chunks n
+                    WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)""")
+    for staged in staged_evaluations:
+        where = {**ids, "staged": staged, "evaluation": next_id(con, "evaluation_ids")}
+        copy_back(con, alias, "evaluations", "evaluation_id = $staged", where,
+                  replace={"evaluation_id": "$evaluation", "run_id": "$run"})
+        for table in ("check_results", "response_results"):
+            copy_back(con, alias, table, "evaluation_id = $staged", where,
+                      replace={"evaluation_id": "$evaluation", "response_id": moved_response})
+        copy_back(con, alias, "evaluation_counts", "evaluation_id = $staged", where,
+                  replace={"evaluation_id": "$evaluation"})
+
+
+def ingest_file(
+    con: duckdb.DuckDBPyConnection,
+    path: str | Path,
+    *,
+    name: str | None = None,
+    fmt: str | None = None,
+    profile: str | None = None,
+    replace: bool = False,
+    drop_overrides: bool = False,
+    progress: bool = False,
+) -> IngestResult:
+    """Read, validate and store one run file. Raises InputError / DuplicateRunError; writes nothing then."""
+    with prepare_run(path, name=name, fmt=fmt, profile=profile, progress=progress) as run:
+        return store_run(con, run, replace=replace, drop_overrides=drop_overrides)
+
+
+def _check_not_duplicate(
+    con: duckdb.DuckDBPyConnection, run_name: str, content_hash: str, replace: bool
+) -> int | None:
+    same_name = fetch_one(con, "SELECT run_id FROM runs WHERE name = $name", {"name": run_name})
+    same_content = fetch_one(con, "SELECT name FROM runs WHERE content_hash = $hash AND name <> $name",
+                             {"hash": content_hash, "name": run_name})
+    if same_content:
+        raise DuplicateRunError(
+            f"this file's content is already ingested as run {same_content[0]!r}; "
+            f"nothing was written (use --name {same_content[0]} --replace to re-ingest it)"
+        )
+    if same_name and not replace:
+        raise DuplicateRunError(
+            f"a run named {run_name!r} already exists; nothing was written "
+            "(pass --replace to replace it, or --name to ingest under another name)"
+        )
+    if same_name is None:
+        return None
+    # The old run steps aside under a temporary name until the new one is loaded, so reviewers'
+    # overrides can move across before it is deleted (all inside the caller's transaction).
+    con.execute("UPDATE runs SET name = name || ' (being replaced)' WHERE run_id = $run", {"run": same_name[0]})
+    return int(same_name[0])
+
+
+def _move_overrides(
+    con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int, *, drop_overrides: bool
+) -> None:
+    """Overrides of a replaced run follow responses with the same question, provider and answer;
+    the evaluation they were made against goes with the old run. Overrides of answers that
+    changed would be lost, so the replace is refused unless the caller agreed to drop them."""
+    con.execute(
+        """UPDATE overrides SET response_id = moved.new_id, evaluation_id = NULL
+           FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
+                 FROM responses o JOIN responses n
+                   ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
+                 WHERE o.run_id = $old AND n.run_id = $new) AS moved
+           WHERE overrides.response_id = moved.old_id""",
+        {"old": old_run_id, "new": new_run_id},
+    )
+    orphaned = fetch_value(
+        con, "SELECT count(*) FROM overrides WHERE response_id IN "
+        "(SELECT response_id FROM responses WHERE run_id = $run)", {"run": old_run_id},
+    )
+    if orphaned and not drop_overrides:
+        raise DuplicateRunError(
+            f"replacing the run would drop {orphaned} reviewer override(s) of answers that changed or are gone; "
+            "nothing was written (export them with `evaluator overrides`, then pass --drop-overrides)"
+        )
+
+
+def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new_run_id: int, *,
+                            drop_overrides: bool) -> None:
+    """Ratings reviewers typed in follow their response to the new run, as overrides do; imported
+    ones came with the old file and go with it (the new file brings its own). Typed ratings of
+    answers that changed would be lost: refused like overrides, unless the caller agreed."""
+    con.execute(
+        """UPDATE annotations SET response_id = moved.new_id
+           FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
+                 FROM responses o JOIN responses n
+                   ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
+                 WHERE o.run_id = $old AND n.run_id = $new) AS moved
+           WHERE annotations.response_id = moved.old_id AND annotations.source <> 'imported'""",
+        {"old": old_run_id, "new": new_run_id},
+    )
+    orphaned = fetch_value(
+        con, """SELECT count(*) FROM annotations WHERE source <> 'imported'
+                AND response_id IN (SELECT response_id FROM responses WHERE run_id = $old)""", {"old": old_run_id})
+    if orphaned and not drop_overrides:
+        raise DuplicateRunError(
+            f"replacing the run would drop {orphaned} rating(s) reviewers typed for answers that changed or are "
+            "gone; nothing was written (export them with `evaluator annotations`, then pass --drop-overrides)"
+        )
+    labels_used = """SELECT DISTINCT a.label FROM annotations a JOIN responses r USING (response_id)
+                     WHERE r.run_id = $new"""
+    con.execute(
+        f"""INSERT INTO labels SELECT $new, label, scale, scale_values, description FROM labels
+            WHERE run_id = $old AND label IN ({labels_used})
+              AND label NOT IN (SELECT label FROM labels WHERE run_id = $new)""",
+        {"old": old_run_id, "new": new_run_id},
+    )
+
+
+def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """Remove a run and everything derived from it (callers hold the transaction)."""
+    evaluations = "SELECT evaluation_id FROM evaluations WHERE run_id = $run"
+    responses = "SELECT response_id FROM responses WHERE run_id = $run"
+    metrics = "SELECT metric_result_id FROM metric_results WHERE run_id = $run"
+    run = {"run": run_id}
+    for table in ("check_results", "response_results", "flags", "evaluation_counts"):
+        con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", run)
+    con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", run)
+    con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", run)
+    # Overrides of answers that no longer exist go with them (matching ones were moved first).
+    con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", run)
+    con.execute(f"DELETE FROM annotations WHERE response_id IN ({responses})", run)
+    search_index.drop(con, run_id)
+    for table in ("labels", "metric_results", "evaluations", "questions", "responses", "runs"):
+        con.execute(f"DELETE FROM {table} WHERE run_id = $run", run)
+
+
+def _collect(path: Path, records: Any, folder: str, *, progress: bool, peer: PeerRun | None = None,
+             fast: bool = True) -> Columns:
+    """`fast`: plain records take ingest_fast's quick pass (False: every record the full validation);
+    `folder`: where the batches are kept."""
+    cols = Columns(folder)
+    annotations = peer.annotations if peer is not None else {}
+    if peer is not None:
+        cols.labels = list(peer.labels)
+    seen: dict[tuple[str, str], int] = {}
+    questions_seen: dict[str, int] = {}
+    chunk_keys: dict[tuple[str, str], str] = {}
+    bar = _progress_bar(progress, path)
+    where = str(path)
+    known = known_to_ingest()
+    for row, (line_no, record) in enumerate(records):
+        if bar is not None and row % 5000 == 0:
+            bar.update(5000 if row else 0)
+        if not (fast and add_plain_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys,
+                                          known)):
+            _add_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys)
+        if annotations and line_no in annotations:
+            _add_annotations(row, annotations[line_no], cols)
+        if (row + 1) % BATCH_ROWS == 0:
+            cols.flush()
+    cols.close()
+    if bar is not None:
+        bar.close()
+    if not cols.n_responses:
+        raise InputError(where, None, None, "the file is empty: no responses to ingest")
+    return cols
+
+
+def known_to_ingest() -> Known:
+    """What ingest_fast's quick pass checks records against."""
+    return Known(frozenset(KNOWN_FIELDS), frozenset(CHECK_NAMES), _add_question)
+
+
+def _progress_bar(progress: bool, path: Path) -> Any:
+    if not progress:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(desc=f"reading {path.name}", unit=" responses", unit_scale=True, mininterval=0.5)
+
+
+def _add_record(
+    where: str, line_no: int, row: int, record: Record, cols: Columns,
+    seen: dict[tuple[str, str], int], questions_seen: dict[str, int], chunk_keys: dict[tuple[str, str], str],
+) -> None:
+    if "provider" not in record and "model_provider" in record:
+        record["provider"] = record.pop("model_provider")
+    question_id = _required_string(where, line_no, record, "question_id")
+    question = _required_string(where, line_no, record, "question")
+    provider = _required_string(where, line_no, record, "provider")
+    if "answer" not in record or record["answer"] is None:
+        raise InputError(where, line_no, "answer", "missing required field (use \"\" for an empty answer)")
+    answer = record["answer"]
+    if not isinstance(answer, str):
+        raise InputError(where, line_no, "answer", f"expected a string, got {type_name(answer)}")
+    for key, value in (("question_id", question_id), ("provider", provider)):
+        if not value:
+            raise InputError(where, line_no, key, "must not be empty")
+    pair = (question_id, provider)
+    if pair in seen:
+        raise InputError(
+            where, line_no, "question_id",
+            f"duplicate (question_id, provider) = ({question_id!r}, {provider!r}); first seen on line {seen[pair]}",
+        )
+    seen[pair] = line_no
+    template = _template(where, line_no, record, "template")
+    expected_template = _template(where, line_no, record, "expected_template")
+    optional = {key: _optional_string(where, line_no, record, key) for key in OPTIONAL_STRINGS}
+    answerable = _optional_bool(where, line_no, record, "answerable")
+    gold = _gold_answers(where, line_no, record.get("gold_answers"))
+    expected_ids = _string_list(where, line_no, record.get("expected_ids"), "expected_ids")
+    extra = {k: v for k, v in record.items() if k not in KNOWN_FIELDS}
+    cols.add_response(row, line_no, question_id, provider, answer, template, answerable,
+                      _metadata(where, line_no, extra) if extra else None, optional,
+                      retrieval_given=record.get("retrieved") is not None)
+    _add_question(where, line_no, cols, questions_seen, question_id, {
+        "question": question,
+        "expected_template": expected_template,
+        "expected_routing": optional["expected_routing"],
+        "gold_answers": _dumps(gold) if gold is not None else None,
+        "expected_ids": _dumps(expected_ids) if expected_ids is not None else None,
+    })
+    _add_retrieved(where, line_no, row, record.get("retrieved"), cols, chunk_keys)
+    _add_recorded(where, line_no, row, record.get("recorded_checks"), cols)
+
+
+def _add_question(
+    where: str, line_no: int, cols: Columns, questions_seen: dict[str, int], question_id: str, values: dict[str, Any]
+) -> None:
+    """Golden-question fields are per question: later lines fill gaps; a contradiction is an error."""
+    questions = cols.questions
+    index = questions_seen.get(question_id)
+    if index is None:
+        questions_seen[question_id] = len(questions["question_id"])
+        questions["question_id"].append(question_id)
+        for key, value in values.items():
+            questions[key].append(value)
+        return
+    for key in ("expected_template", "expected_routing", "gold_answers", "expected_ids"):
+        value, stored = values[key], questions[key][index]
+        if value is None:
+            continue
+        if stored is None:
+            questions[key][index] = value
+        elif stored != value:
+            raise InputError(
+                where, line_no, key,
+                f"question {question_id!r} has {value!r} here but {stored!r} on an earlier line; "
+                "a golden question's fields must agree across providers",
+            )
+
+
+def _dumps(value: Any) -> str:
+    # default=str: metadata may hold values JSON has no type for (Parquet decimals, bytes, dates).
+    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+
+
+def _metadata(where: str, line_no: int, extra: Record) -> str:
+    """Unknown fields as JSON text. orjson writes at most 254 levels of nesting; a deeper value
+    (the reader takes 1024) is an InputError naming its field, not a traceback."""
+    try:
+        return _dumps(extra)
+    except orjson.JSONEncodeError as exc:
+        field_name = next((str(key) for key, value in extra.items() if not _dumpable(value)), None)
+        raise InputError(where, line_no, field_name, f"cannot be kept as metadata ({exc})") from None
+
+
+def _dumpable(value: Any) -> bool:
+    try:
+        _dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
+def _required_string(where: str, line_no: int, record: Record, key: str) -> str:
+    value = record.get(key)
+    if value is None:
+        raise InputError(where, line_no, key, "missing required field")
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InputError(where, line_no, key, f"expected a string, got {type_name(value)}")
+    return str(value).strip()  # " q1" and "q1" are the same question
+
+
+def _optional_string(where: str, line_no: int, record: Record, key: str) -> str | None:
+    value = record.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise InputError(where, line_no, key, f"expected a string, got {type_name(value)}")
+
+
+def _template(where: str, line_no: int, record: Record, key: str) -> str | None:
+    value = record.get(key)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InputError(where, line_no, key, f"expected one of T1, T2, T3, got {type_name(value)}")
+    cleaned = value.strip().upper()
+    if cleaned not in TEMPLATES:
+        raise InputError(where, line_no, key, f"unknown template {value!r}; expected one of T1, T2, T3")
+    return cleaned
+
+
+def _optional_bool(where: str, line_no: int, record: Record, key: str) -> bool | None:
+    value = record.get(key)
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):  # CSV cells
+        lowered = value.strip().lower()
+        if lowered in ("true", "yes", "1"):
+            return True
+        if lowered in ("false", "no", "0"):
+            return False
+        if lowered == "":
+            return None
+    raise InputError(where, line_no, key, f"expected true or false, got {value!r}")
+
+
+def _string_list(where: str, line_no: int, value: Any, key: str) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(where, line_no, key, "expected a list of strings")
+    return value
+
+
+def _gold_answers(where: str, line_no: int, value: Any) -> list[dict[str, Any]] | None:
+    """Each claim: a string, a list of alias strings, or {"aliases": [...], "supported": bool}."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise InputError(where, line_no, "gold_answers", f"expected a list, got {type_name(value)}")
+    claims: list[dict[str, Any]] = []
+    for index, claim in enumerate(value):
+        field_name = f"gold_answers[{index}]"
+        if isinstance(claim, str):
+            claims.append({"aliases": [claim], "supported": None})
+        elif isinstance(claim, list) and all(isinstance(a, str) for a in claim):
+            claims.append({"aliases": claim, "supported": None})
+        elif isinstance(claim, dict):
+            aliases = claim.get("aliases")
+            supported = claim.get("supported")
+            if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+                raise InputError(where, line_no, f"{field_name}.aliases", "expected a list of strings")
+            if supported is not None and not isinstance(supported, bool):
+                raise InputError(
+                    where, line_no, f"{field_name}.supported", f"expected true or false, got {supported!r}"
+                )
+            claims.append({"aliases": aliases, "supported": supported})
+        else:
+            raise InputError(
+                where, line_no, field_name,
+                'expected a string, a list of aliases or {"aliases": [...], "supported": bool}',
+            )
+    return claims
+
+
+def _add_retrieved(
+    where: str, line_no: int, row: int, value: Any, cols: Columns, chunk_keys: dict[tuple[str, str], str]
+) -> None:
+    if value is None:
+        return
+    if not isinstance(value, list):
+        raise InputError(where, line_no, "retrieved", f"expected a list of {{id, text, score}}, got {type_name(value)}")
+    cols.records_retrieval = True
+    retrieved = cols.retrieved
+    for rank, item in enumerate(value):
+        field_name = f"retrieved[{rank}]"
+        if type(item) is not dict and isinstance(item, str):  # a text without id or score (Ragas' contexts)
+            item = {"id": context_id(item), "text": item, "score": None}
+        if not isinstance(item, dict):
+            raise InputError(
+                where, line_no, field_name, f"expected an object {{id, text, score}}, got {type_name(item)}"
+            )
+        chunk_id, text, score = item.get("id"), item.get("text"), item.get("score")
+        if chunk_id is None or isinstance(chunk_id, bool) or not isinstance(chunk_id, str | int):
+            raise InputError(where, line_no, f"{field_name}.id", "missing or not a string")
+        if text is None:
+            text = ""
+        if not isinstance(text, str):
+            raise InputError(where, line_no, f"{field_name}.text", f"expected a string, got {type_name(text)}")
+        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
+            raise InputError(where, line_no, f"{field_name}.score", f"expected a number, got {type_name(score)}")
+        key_parts = (str(chunk_id), text)
+        chunk_key = chunk_keys.get(key_parts)
+        if chunk_key is None:
+            chunk_key = hashlib.md5(f"{key_parts[0]}\x00{text}".encode(), usedforsecurity=False).hexdigest()
+            chunk_keys[key_parts] = chunk_key
+            cols.chunks["chunk_key"].append(chunk_key)
+            cols.chunks["chunk_id"].append(key_parts[0])
+            cols.chunks["text"].append(text)
+        retrieved["row"].append(row)
+        retrieved["rank"].append(rank + 1)
+        retrieved["chunk_key"].append(chunk_key)
+        retrieved["score"].append(None if score is None else float(score))
+
+
+def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise InputError(
+            where, line_no, "recorded_checks", f"expected an object check -> verdict, got {type_name(value)}"
+        )
+    for check_name, verdict in value.items():
+        if verdict is None:  # a Parquet struct holds every check; None means "not recorded here"
+            continue
+        if check_name not in CHECK_NAMES and check_name != RECORDED_OVERALL and not is_grade_name(check_name):
+            raise InputError(
+                where, line_no, f"recorded_checks.{check_name}",
+                f"unknown check; expected one of {', '.join(CHECK_NAMES)}, '{RECORDED_OVERALL}', "
+                "or a tool's own grade named TOOL:NAME",
+            )
+        cleaned = CANONICAL_VERDICTS.get(verdict) if isinstance(verdict, str) else None
+        if cleaned is None and isinstance(verdict, str):  # " pass", "na": tolerated spellings
+            upper = verdict.strip().upper()
+            cleaned = CANONICAL_VERDICTS.get("N/A" if upper in ("NA", "N\\A") else upper)
+        if cleaned is None or (check_name == RECORDED_OVERALL and cleaned == "N/A"):
+            expected = "PASS or FAIL" if check_name == RECORDED_OVERALL else "PASS, FAIL or N/A"
+            raise InputError(
+                where, line_no, f"recorded_checks.{check_name}",
+                f"unknown verdict {verdict!r}; expected {expected}",
+            )
+        cols.recorded["row"].append(row)
+        cols.recorded["check_name"].append(str(check_name))
+        cols.recorded["verdict"].append(cleaned)
+
+
+def _add_annotations(row: int, annotations: list[Any], cols: Columns) -> None:
+    buffer = cols.annotations
+    for annotation in annotations:
+        buffer["row"].append(row)
+        buffer["annotator"].append(annotation.annotator)
+        buffer["label"].append(annotation.label)
+        buffer["value"].append(annotation.value)
+        buffer["value_num"].append(annotation.value_num)
+        buffer["reason"].append(annotation.reason)
+        buffer["created_us"].append(None if annotation.created_at is None else round(annotation.created_at * 1e6))
+
+
+def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
+    """Ids are never reused: a deleted run's id must not be taken by an unrelated new response."""
+    return int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
+                                "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
+
+
+def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers: bool = True) -> None:
+    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT. `answers=False`:
+    the responses without their answers and metadata, and no retrieved items (a staging file
+    derives the rest from them; store_run_staged writes those straight into the store)."""
+    base = _first_response_id(con)
+    new_questions = pa.table(cols.questions)
+    new_chunks = pa.table(cols.chunks, schema=CHUNK_SCHEMA)
+    con.register("new_questions", new_questions)
+    con.register("new_chunks", new_chunks)
+    try:
+        if answers:
+            _load_responses(con, run_id, base, cols)
+        else:
+            _load_narrow_responses(con, run_id, base, cols)
+        con.execute(
+            """INSERT INTO questions
+               SELECT $run, question_id, question, expected_template, expected_routing,
+                      gold_answers::JSON, expected_ids::JSON
+               FROM new_questions""",
+            {"run": run_id},
+        )
+        con.execute(
+            """INSERT INTO chunks
+               SELECT n.chunk_key, n.chunk_id, n.text FROM new_chunks n
+               WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)"""
+        )
+        recorded = cols.recorded_table()
+        if recorded.num_rows:
+            _load_recorded(con, run_id, base, recorded)
+        if cols.labels or cols.annotations["row"]:
+            _load_annotations(con, run_id, base, cols)
+    finally:
+        drop_quietly(con, views=("new_questions", "new_chunks"))
+
+
+def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+    """The responses (ids from `base` on) and their retrieved items."""
+    # Streams: DuckDB reads the batches from their files one at a time.
+    con.register("new_responses", cols.response_batches.reader())
+    con.register("new_retrieved", cols.retrieved_batches.reader())
+    try:
+        con.execute(
+            """INSERT INTO responses
+               SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
+                      classification, answerable, comment, outcome, metadata::JSON, source_line,
+                      retrieval_given OR $recorded
+               FROM new_responses""",
+            {"base": base, "run": run_id, "recorded": cols.records_retrieval and not cols.per_record_retrieval},
+        )
+        con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
+                    {"base": base})
+    finally:
+        drop_quietly(con, views=("new_responses", "new_retrieved"))
+
+
+def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+    """The responses with empty answers and no metadata: what a run's evaluations are derived from."""
+    narrow = cols.response_batches.table(["row", "question_id", "provider", "template", "source_line"])
+    con.register("new_responses", narrow)
+    try:
+        con.execute(
+            """INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash, template,
+                                      source_line)
+               SELECT $base + "row", $run, question_id, provider, '', '', template, source_line
+               FROM new_responses""",
+            {"base": base, "run": run_id},
+        )
+    finally:
+        drop_quietly(con, views=("new_responses",))
+
+
+def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recorded: pa.Table) -> None:
+    """Recorded verdicts become an evaluation of ruleset 'recorded', like any recomputation: our
+    six checks, the tool's own grades beside them, and the file's own overall verdict where it
+    gives one (else, as for any evaluation, every check that is not N/A passed)."""
+    evaluation_id = next_id(con, "evaluation_ids")
+    n = pc.count_distinct(recorded["row"]).as_py()  # a response without any recorded verdict was not evaluated
+    con.execute(
+        "INSERT INTO evaluations (evaluation_id, run_id, ruleset, created_at, n_responses) "
+        "VALUES ($evaluation, $run, 'recorded', now(), $n)",
+        {"evaluation": evaluation_id, "run": run_id, "n": n},
+    )
+    con.register("new_recorded", recorded)
+    try:
+        # Every response with recorded verdicts gets the six checks; one the file did not record is
+        # N/A, said so. Responses with none are left out rather than counted as passing. One group a
+        # response, its verdicts picked by name: no join of millions of verdicts with the responses.
+        names = {f"check{index}": name for index, name in enumerate(CHECK_NAMES)}
+        picked = ", ".join(f"any_value(verdict) FILTER (WHERE check_name = ${key})" for key in names)
+        params = {"evaluation": evaluation_id, "reason": RECORDED_REASON, "base": base}
+        con.execute(
+            f"""INSERT INTO check_results
+                SELECT $evaluation, "row" + $base, check_name, coalesce(verdict, 'N/A'),
+                       CASE WHEN verdict IS NULL THEN 'not recorded in the source file' ELSE $reason END, '[]'
+                FROM (SELECT "row", unnest([{", ".join(f"${key}" for key in names)}]) AS check_name,
+                             unnest([{picked}]) AS verdict
+                      FROM new_recorded GROUP BY "row")""",
+            {**names, **params},
+        )
+        con.execute(
+            """INSERT INTO check_results
+               SELECT $evaluation, "row" + $base, check_name, verdict, $reason, '[]' FROM new_recorded
+               WHERE check_name NOT IN (SELECT unnest($ours::VARCHAR[])) ORDER BY "row" """,
+            {**params, "ours": [*CHECK_NAMES, RECORDED_OVERALL]},
+        )
+        write_response_results(con, evaluation_id, run_id)
+        con.execute(
+            """UPDATE response_results SET overall = o.verdict
+               FROM (SELECT "row" + $base AS response_id, verdict FROM new_recorded WHERE check_name = $overall) o
+               WHERE response_results.evaluation_id = $evaluation AND response_results.response_id = o.response_id""",
+            {"evaluation": evaluation_id, "base": base, "overall": RECORDED_OVERALL},
+        )
+    finally:
+        drop_quietly(con, views=("new_recorded",))
+    write_evaluation_counts(con, evaluation_id)
+
+
+IMPORTED = "imported"  # annotations.source of ratings read from the run file
+
+
+def _load_annotations(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
+    """The file's labels and its annotators' ratings, set-wise like the responses."""
+    labels = pa.table({
+        "label": [label.label for label in cols.labels], "scale": [label.scale for label in cols.labels],
+        "scale_values": [None if label.values is None else _dumps(list(label.values)) for label in cols.labels],
+        "description": [label.description for label in cols.labels]}, schema=LABEL_SCHEMA)
+    con.register("new_labels", labels)
+    con.register("new_annotations", pa.table(cols.annotations, schema=ANNOTATION_SCHEMA))
+    try:
+        con.execute("""INSERT INTO labels SELECT $run, label, scale, scale_values::JSON, description
+                       FROM new_labels""", {"run": run_id})
+        con.execute(
+            """INSERT INTO annotations
+               SELECT nextval('annotation_ids'), $base + "row", annotator, label, value, value_num, reason,
+                      coalesce(make_timestamp(created_us), now()::TIMESTAMP), $source, NULL
+               FROM new_annotations ORDER BY "row"
+            """,
+            {"base": base, "source": IMPORTED},
+        )
+    finally:
+        drop_quietly(con, views=("new_labels", "new_annotations"))

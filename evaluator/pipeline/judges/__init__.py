@@ -1,0 +1,52 @@
+"""Refusal judges (SPEC §6): ``heuristic`` (default, offline) and ``llm`` (OpenAI-compatible)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evaluator.pipeline.judges.base import (
+    InMemoryJudgeCache,
+    Judge,
+    JudgeCache,
+    JudgeConfigError,
+    JudgeError,
+    JudgeReplyError,
+    JudgeUnavailableError,
+    JudgeVerdict,
+)
+from evaluator.pipeline.judges.heuristic import REFERENCE_REFUSAL_FLAG, HeuristicJudge
+from evaluator.pipeline.judges.llm import LLMJudge
+
+if TYPE_CHECKING:
+    from evaluator.rules.load import Rules
+
+JUDGE_NAMES = ("heuristic", "llm")
+
+
+def make_judge(
+    name: str, *, rules: Rules | None = None, cache: JudgeCache | None = None, **kwargs: Any
+) -> Judge:
+    """The judge called ``name``: ``heuristic`` from ``rules`` (default rules when None),
+    ``llm`` from keyword arguments / environment with ``cache``."""
+    if name == "heuristic":
+        return HeuristicJudge.from_rules(rules, **kwargs)
+    if name == "llm":
+        return LLMJudge(cache=cache, **kwargs)
+    raise JudgeConfigError(f"unknown judge {name!r}; expected one of {', '.join(JUDGE_NAMES)}")
+
+
+__all__ = [
+    "JUDGE_NAMES",
+    "REFERENCE_REFUSAL_FLAG",
+    "HeuristicJudge",
+    "InMemoryJudgeCache",
+    "Judge",
+    "JudgeCache",
+    "JudgeConfigError",
+    "JudgeError",
+    "JudgeReplyError",
+    "JudgeUnavailableError",
+    "JudgeVerdict",
+    "LLMJudge",
+    "make_judge",
+]

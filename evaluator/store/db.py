@@ -1,0 +1,487 @@
+"""The DuckDB store: where it lives, how to open it, transactions, migrations.
+
+DuckDB lets one process hold a file for writing at a time, and inside a process every
+connection to a file must come from one database instance. So:
+
+- **One instance per process and file.** `connect()` hands each caller (a browser session,
+  a thread, a CLI phase) its own cursor of the process's single instance; the instance is
+  opened by the first caller and closed when the last one leaves, so no process holds the
+  file between requests.
+- **Processes take turns through lock files beside the store** (`STORE.lock`, and
+  `STORE.lock-queue` as a turnstile): a process that wants the store queues on the
+  turnstile, so a busy dashboard cannot starve the CLI — once someone queues, the holder
+  lets no new caller in and closes the file when its current callers are done.
+- **Waiting is visible and bounded by the caller**: `connect()` reports progress through a
+  callback (the CLI prints a line, a page shows a status) and gives up with StoreBusyError
+  only after the caller's timeout (default: `set_waiting()`, else EVALUATOR_WAIT, else 600 s).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from evaluator.store.migrations import MIGRATIONS, NEEDS_STORAGE
+
+# One process-wide lock around every write that is deduplicated by a client token (overrides,
+# ratings): the threads of one process share the store instance, and under snapshot isolation two
+# transactions that both look for the token first would both miss it and both insert.
+SAVE_LOCK = threading.Lock()
+
+DEFAULT_DB = Path("data") / "evaluator.duckdb"
+LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
+DEFAULT_WAIT_S = 600.0
+
+# on_wait(seconds waited so far, who holds the store or None)
+WaitCallback = Callable[[float, "str | None"], None]
+
+
+class StoreBusyError(RuntimeError):
+    """Another process held the store for longer than we were willing to wait."""
+
+
+@dataclass
+class _Waiting:
+    timeout_s: float | None = None  # None: EVALUATOR_WAIT, else DEFAULT_WAIT_S
+    on_wait: WaitCallback | None = None
+    label: str = field(default_factory=lambda: " ".join(Path(a).name for a in sys.argv[:2]) or "python")
+
+
+_WAITING = _Waiting()
+
+
+def set_waiting(*, timeout_s: float | None = None, on_wait: WaitCallback | None = None,
+                label: str | None = None) -> None:
+    """Process-wide defaults of connect(): how long to wait, how to show it, and how this process
+    is named to others waiting for it ("evaluator recompute", "the dashboard")."""
+    _WAITING.timeout_s = timeout_s
+    _WAITING.on_wait = on_wait
+    if label is not None:
+        _WAITING.label = label
+
+
+def default_timeout() -> float:
+    if _WAITING.timeout_s is not None:
+        return _WAITING.timeout_s
+    env = os.environ.get("EVALUATOR_WAIT")
+    try:
+        return float(env) if env else DEFAULT_WAIT_S
+    except ValueError:
+        return DEFAULT_WAIT_S
+
+
+def resolve_db_path(arg: str | os.PathLike[str] | None = None) -> Path:
+    """`--db`, else env EVALUATOR_DB, else data/evaluator.duckdb."""
+    if arg:
+        return Path(arg)
+    env = os.environ.get("EVALUATOR_DB")
+    return Path(env) if env else DEFAULT_DB
+
+
+def quote_ident(name: str) -> str:
+    """The one place identifiers are quoted (values are always bound as parameters)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(text: str) -> str:
+    """A string literal for the few statements DuckDB cannot bind (ATTACH of our own staging
+    files); values from users are always bound as parameters."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+# --- taking turns between processes ------------------------------------------------------
+
+
+class _Deadline:
+    """Time left to wait, and the progress callback, shared by every step of one connect()."""
+
+    def __init__(self, path: Path, timeout_s: float, on_wait: WaitCallback | None) -> None:
+        self.path, self.on_wait = path, on_wait
+        self.started = time.monotonic()
+        self.ends = self.started + timeout_s
+        self.delay = 0.02
+        self.last_report = 0.0
+
+    def pause(self, holder: str | None, *, sleep: bool = True) -> None:
+        """Sleep a little (backing off), report progress, or raise StoreBusyError when time is up."""
+        now = time.monotonic()
+        waited = now - self.started
+        if now >= self.ends:
+            who = f" ({holder})" if holder else ""
+            raise StoreBusyError(f"{self.path}: the store is busy{who} and did not free up within "
+                                 f"{waited:.0f} s; try again, or wait longer with --wait SECONDS")
+        if self.on_wait is not None and waited - self.last_report >= 0.5:
+            self.last_report = waited
+            self.on_wait(waited, holder)
+        if sleep:
+            time.sleep(min(self.delay, max(self.ends - now, 0)))
+            self.delay = min(self.delay * 1.5, 0.25)
+
+
+def _lock_path(db: Path, suffix: str) -> Path:
+    return db.with_name(db.name + suffix)
+
+
+def holder_of(db: Path) -> str | None:
+    """Who holds the store, as the holder wrote it into the lock file (best effort)."""
+    try:
+        text = _lock_path(db, ".lock").read_text(encoding="utf-8").strip()
+        info = json.loads(text) if text else None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(info, dict):
+        return None
+    return f"{str(info.get('label', '?'))[:80]}, pid {info.get('pid', '?')}"
+
+
+def _try_flock(fd: int, mode: int) -> bool:
+    try:
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
+        return True
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+
+
+def _open_lock_file(path: Path) -> int | None:
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:  # a read-only directory: DuckDB's own lock is all there is
+        return None
+
+
+def _take_turn(db: Path, exclusive: bool, deadline: _Deadline) -> int | None:
+    """Queue on the turnstile, then take the store's lock file; returns its descriptor."""
+    main_fd = _open_lock_file(_lock_path(db, ".lock"))
+    if main_fd is None:
+        return None
+    queue_fd = _open_lock_file(_lock_path(db, ".lock-queue"))
+    try:
+        if queue_fd is not None:
+            while not _try_flock(queue_fd, fcntl.LOCK_EX):
+                deadline.pause(holder_of(db))
+        while not _try_flock(main_fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH):
+            deadline.pause(holder_of(db))
+    except BaseException:
+        os.close(main_fd)
+        raise
+    finally:
+        if queue_fd is not None:
+            os.close(queue_fd)  # closing releases the turnstile
+    if exclusive:
+        info = json.dumps({"pid": os.getpid(), "label": _WAITING.label}).encode()
+        os.ftruncate(main_fd, 0)
+        os.pwrite(main_fd, info, 0)
+    return main_fd
+
+
+def _leave_turn(db: Path, main_fd: int | None) -> None:
+    if main_fd is None:
+        return
+    with contextlib.suppress(OSError):  # the next holder overwrites it anyway
+        os.ftruncate(main_fd, 0)
+    os.close(main_fd)  # closing releases the lock
+
+
+def _someone_queued(db: Path) -> bool:
+    """Is another process (or a thread of ours) queued for the store?"""
+    fd = _open_lock_file(_lock_path(db, ".lock-queue"))
+    if fd is None:
+        return False
+    try:
+        return not _try_flock(fd, fcntl.LOCK_EX)
+    finally:
+        os.close(fd)
+
+
+def _open_duckdb(path: Path, read_only: bool, deadline: _Deadline) -> duckdb.DuckDBPyConnection:
+    """DuckDB's own lock still guards against tools that do not use our lock files."""
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if not any(marker in str(exc) for marker in LOCK_MARKERS):
+                raise
+            deadline.pause(holder_of(path))
+
+
+def _create(path: Path) -> None:
+    """A new store is made whole under a temporary name and renamed into place (callers hold the
+    exclusive turn): a process killed while creating it leaves no half-made file at `path`."""
+    partial = path.with_name(f"{path.name}.creating-{os.getpid()}")
+    for leftover in (partial, partial.with_name(partial.name + ".wal")):
+        leftover.unlink(missing_ok=True)
+    con = duckdb.connect(str(partial))
+    try:
+        migrate(con)
+        con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    partial.with_name(partial.name + ".wal").unlink(missing_ok=True)  # checkpointed: nothing in it
+    os.replace(partial, path)
+
+
+def _log_hold(db: Path, held_s: float, read_only: bool) -> None:
+    """With EVALUATOR_LOCK_LOG=FILE, one JSON line per time this process held the store (the
+    benchmark reports how long each command kept others out)."""
+    log = os.environ.get("EVALUATOR_LOCK_LOG")
+    if not log:
+        return
+    line = json.dumps({"pid": os.getpid(), "label": _WAITING.label, "store": str(db), "held_s": round(held_s, 4),
+                       "read_only": read_only})
+    with contextlib.suppress(OSError), open(log, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
+# --- one database instance per process and file ------------------------------------------
+
+
+class _Instance:
+    """The process's one DuckDB instance of a store file, shared by every caller as cursors."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.cond = threading.Condition()
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.read_only = False
+        self.users = 0
+        self.opening = False
+        self.draining = False  # someone else is queued: let no new caller in, close when idle
+        self.lock_fd: int | None = None
+        self.opened_at = 0.0
+        self.mine = threading.local()  # how many cursors the current thread holds
+
+    def acquire(self, read_only: bool, deadline: _Deadline, upgrade: bool = False) -> duckdb.DuckDBPyConnection:
+        held_here = getattr(self.mine, "count", 0)
+        while True:
+            with self.cond:
+                if self.con is not None and (read_only or not self.read_only):
+                    # A thread already inside joins at once (else it would wait for itself).
+                    if held_here or (not self.draining and not self._queued()):
+                        return self._join()
+                    self.draining = True
+                elif self.con is not None and held_here:
+                    raise RuntimeError(f"{self.path}: cannot write while this thread holds the store read-only")
+                elif self.con is not None:
+                    self.draining = True  # reopen for writing once the readers are done
+                elif not self.opening:
+                    self.opening = True
+                    break
+                self.cond.wait(0.1)  # woken as soon as the instance closes or opens
+            deadline.pause(holder_of(self.path) if self.con is None else None, sleep=False)
+        try:
+            con = self._open(read_only, deadline)
+            if read_only and upgrade and len(applied_versions(con)) < len(MIGRATIONS):
+                # An older store: upgrade it first (once), then it serves readers as well.
+                con.close()
+                _leave_turn(self.path, self.lock_fd)
+                read_only = False
+                con = self._open(read_only, deadline)
+        except BaseException:
+            with self.cond:
+                self.opening = False
+                self.cond.notify_all()
+            raise
+        with self.cond:
+            self.con, self.read_only, self.opening, self.draining = con, read_only, False, False
+            self.opened_at = time.monotonic()
+            self.cond.notify_all()
+            return self._join()
+
+    def _open(self, read_only: bool, deadline: _Deadline) -> duckdb.DuckDBPyConnection:
+        """Take our turn (shared for readers, exclusive for writers), open the file, migrate it."""
+        self.lock_fd = _take_turn(self.path, not read_only, deadline)
+        try:
+            if not read_only and not self.path.exists():
+                _create(self.path)
+            con = _open_duckdb(self.path, read_only, deadline)
+            try:
+                if not read_only:
+                    migrate(con)
+            except BaseException:
+                con.close()
+                raise
+        except BaseException:
+            _leave_turn(self.path, self.lock_fd)
+            self.lock_fd = None
+            raise
+        return con
+
+    def _queued(self) -> bool:
+        return _someone_queued(self.path)
+
+    def _join(self) -> duckdb.DuckDBPyConnection:
+        assert self.con is not None
+        self.users += 1
+        self.mine.count = getattr(self.mine, "count", 0) + 1
+        return self.con.cursor()
+
+    def release(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        try:
+            cursor.close()
+        finally:
+            with self.cond:
+                self.users -= 1
+                self.mine.count = getattr(self.mine, "count", 1) - 1
+                if self.users == 0 and self.con is not None:
+                    try:
+                        self.con.close()
+                    finally:
+                        self.con = None
+                        _leave_turn(self.path, self.lock_fd)
+                        _log_hold(self.path, time.monotonic() - self.opened_at, self.read_only)
+                        self.lock_fd = None
+                        self.draining = False
+                        self.cond.notify_all()
+
+
+_INSTANCES: dict[str, _Instance] = {}
+_INSTANCES_LOCK = threading.Lock()
+
+
+def _instance(path: Path) -> _Instance:
+    key = os.path.realpath(path)
+    with _INSTANCES_LOCK:
+        found = _INSTANCES.get(key)
+        if found is None:
+            found = _INSTANCES[key] = _Instance(path)
+        return found
+
+
+@contextmanager
+def connect(
+    path: str | os.PathLike[str] | None = None, *, read_only: bool = False, timeout_s: float | None = None,
+    on_wait: WaitCallback | None = None, upgrade: bool = False,
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A cursor of the process's one instance of the store (opened, created and migrated when
+    needed); the file is closed when the last cursor is. Waits its turn while another process
+    holds the store, reporting through on_wait; StoreBusyError after timeout_s. A read-only open
+    leaves an older store as it is, unless `upgrade` (pages, the CLI's reading steps): then it is
+    migrated first, once."""
+    db_path = resolve_db_path(path)
+    if not read_only:
+        db_path.parent.mkdir(parents=True, exist_ok=True)
+    elif not db_path.exists():
+        raise FileNotFoundError(f"{db_path}: no store here yet; ingest a run first")
+    deadline = _Deadline(db_path, default_timeout() if timeout_s is None else timeout_s,
+                         on_wait if on_wait is not None else _WAITING.on_wait)
+    instance = _instance(db_path)
+    cursor = instance.acquire(read_only, deadline, upgrade)
+    try:
+        yield cursor
+    finally:
+        instance.release(cursor)
+
+
+@contextmanager
+def atomic(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One transaction: commit on success, roll back on any exception."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield con
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def drop_quietly(con: duckdb.DuckDBPyConnection, *, views: tuple[str, ...] = (),
+                 temp_tables: tuple[str, ...] = ()) -> None:
+    """Unregister ``views`` and drop ``temp_tables`` in a ``finally``. After a failed statement
+    DuckDB has aborted the transaction and refuses even these; that refusal must not take the
+    place of the error itself (the rollback removes what the transaction made anyway)."""
+    for view in views:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister(view)
+    for table in temp_tables:
+        with contextlib.suppress(duckdb.Error):
+            con.execute(f"DROP TABLE IF EXISTS temp.{quote_ident(table)}")
+
+
+@contextmanager
+def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckdb.DuckDBPyConnection]:
+    """DuckDB's memory limit for the connection's instance (every cursor of it) while the block
+    runs, then DuckDB's default again (nothing else sets one; the setting reads back rounded, so
+    it could not be put back exactly). The default, most of the machine's memory, lets DuckDB keep
+    every block of a large write cached in the process; under a limit, blocks already written to
+    the file are simply dropped."""
+    con.execute("SET memory_limit = $limit", {"limit": limit})
+    try:
+        yield con
+    finally:
+        con.execute("RESET memory_limit")
+
+
+def applied_versions(con: duckdb.DuckDBPyConnection) -> list[int]:
+    exists = fetch_value(
+        con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+    )
+    if not exists:
+        return []
+    return [row[0] for row in con.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()]
+
+
+def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[int]:
+    """Apply pending migrations in order, each in its own transaction; return those applied."""
+    done = set(applied_versions(con))
+    applied = []
+    for version, name, sql in MIGRATIONS:
+        if version in done or (upto is not None and version > upto):
+            continue
+        with atomic(con):
+            if storage_version(con) >= NEEDS_STORAGE.get(version, (0, 0, 0)):
+                con.execute(sql)
+            con.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($version, $name, now())",
+                {"version": version, "name": name},
+            )
+        applied.append(version)
+    return applied
+
+
+def storage_version(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
+    """The storage format of the store's file ("v1.2.0+" -> (1, 2, 0)); a store in memory has
+    every feature of this DuckDB."""
+    tags = fetch_value(con, "SELECT tags FROM duckdb_databases() WHERE database_name = current_database()")
+    found = (tags or {}).get("storage_version")
+    if not found:
+        return (999, 0, 0)
+    major, minor, patch = ([int(part) for part in found.strip("v+").split(".") if part.isdigit()] + [0, 0, 0])[:3]
+    return (major, minor, patch)
+
+
+def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
+    """The next value of a sequence: ids are never reused, so links and overrides never point
+    at something that replaced what they meant."""
+    return int(fetch_value(con, "SELECT nextval($sequence)", {"sequence": sequence}))
+
+
+def db_path_of(con: duckdb.DuckDBPyConnection) -> Path:
+    """The file of the store a cursor belongs to (for steps that open their own windows)."""
+    return Path(str(fetch_value(con, "SELECT path FROM duckdb_databases() WHERE database_name = current_database()")))
+
+
+def fetch_one(con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None) -> tuple | None:
+    """First row or None. DuckDB 2 keeps a half-read result open (blocking the connection's
+    next call), so read results whole instead of with fetchone()."""
+    rows = con.execute(sql, params or []).fetchall()
+    return rows[0] if rows else None
+
+
+def fetch_value(con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None) -> Any:
+    row = fetch_one(con, sql, params)
+    return None if row is None else row[0]
