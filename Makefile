@@ -7,7 +7,7 @@ PORT ?= 8501
 ADDRESS ?= 127.0.0.1
 export EVALUATOR_DB ?= data/evaluator.duckdb
 
-.PHONY: run test install install-test browser lint typecheck samples bench clean compile
+.PHONY: run test install install-test browser lint typecheck samples bench clean compile docs
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (PYTHON=python3.11 make ...)")'
@@ -64,6 +64,10 @@ bench: install
 	$(PY) -m bench.run
 	$(PY) -m bench.floor
 	$(PY) -m bench.lab
+
+# docs/CLI.md from the CLI's parsers (tests/test_cli_reference.py fails when it is stale).
+docs: install
+	$(PY) -m tools.cli_reference
 
 clean:
 	rm -rf $(VENV) data/evaluator.duckdb data/evaluator.duckdb.wal
