@@ -390,7 +390,7 @@ def markdown(results: dict[str, Any]) -> str:
         "of each size (A and B of the same golden set, for the compare page); one response in 1000 of run A "
         "has a reviewer override, so the override-aware queries (Triage always, other pages with overrides "
         "applied) have work to do. Run A has a search index (`search-index`, timed above); run B has none, "
-        "and its text-search row shows what a search costs on a big run without one (no target: the README "
+        "and its text-search row shows what a search costs on a big run without one (no target: docs/performance.md "
         "says to build the index from about 100k responses).",
     ]
     errors = [(t, p) for t, r in zip(tags, runs, strict=True) for p in r["pages"] if p["errors"]]
@@ -403,12 +403,12 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-README = ROOT / "README.md"
+README = ROOT / "docs" / "performance.md"
 README_START, README_END = "<!-- bench results: start -->", "<!-- bench results: end -->"
 
 
 def publish(results: dict[str, Any], out: Path) -> None:
-    """results.md, and the same table in the README's Performance section (between markers),
+    """results.md, and the same table in docs/performance.md (between markers),
     when the results are the default bench/ ones."""
     report = markdown(results)
     (out / "results.md").write_text(report)
@@ -440,7 +440,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-compare-run", action="store_true", help="skip the second run (compare page)")
     parser.add_argument("--out", default=str(OUT), help="where results.json and results.md go (default: bench/)")
     parser.add_argument("--report-only", action="store_true",
-                        help="measure nothing: write results.md and the README table from results.json")
+                        help="measure nothing: write results.md and the table of docs/performance.md from results.json")
     args = parser.parse_args(argv)
     if args.report_only:
         saved = orjson.loads((Path(args.out) / "results.json").read_bytes())
