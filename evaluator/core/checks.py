@@ -22,7 +22,6 @@ from evaluator.rules.load import (
     CompiledProfile,
     CompiledRules,
     MatcherSet,
-    casefold_aligned,
     norm_term,
     straighten,
 )
@@ -264,11 +263,10 @@ class Context:
         return self.profile.profile.answerability and self.resp.answerable is False and not self.is_t3
 
     def views(self) -> tuple[str, str | None]:
-        """(straightened answer, its aligned case fold) - both index the original answer."""
+        """(straightened answer, None): it indexes the original answer; RE2 folds case itself."""
         v = self._views
         if v is None:
-            qn = straighten(self.answer)
-            v = self._views = (qn, casefold_aligned(qn))
+            v = self._views = (straighten(self.answer), None)
         return v
 
     def span(self, start: int, end: int, kind: str) -> Span:

@@ -1,9 +1,8 @@
-"""Text views the rules match on: straightened quotes and case folding, both length-preserving
-(so offsets found in a view index the original text), and the normal form of a looked-up term."""
+"""The text view the rules match on: straightened quotes, length-preserving (so offsets found in
+it index the original text), and the normal form of a looked-up term."""
 
 from __future__ import annotations
 
-import importlib
 import re
 
 _QUOTE_MAP = {
@@ -23,50 +22,6 @@ def straighten(text: str) -> str:
         if curly in text:
             text = text.replace(curly, straight)
     return text
-
-
-def char_class(c: str) -> tuple[bool, bool, bool]:
-    """Whether ``c`` is a word, space and decimal character (as ``\\w``, ``\\s``, ``\\d`` see it)."""
-    return (c.isalnum() or c == "_", c.isspace(), c.isdecimal())
-
-
-def _fold_tables() -> tuple[dict[int, int], frozenset[int]]:
-    """Characters ``re.IGNORECASE`` treats as equal beyond lower() (e.g. 'ſ' ~ 's', 'ı' ~ 'i'),
-    mapped to one representative. Classes mixing word and non-word characters are not
-    merged; patterns mentioning them get no folded twin."""
-    try:
-        extra: dict[int, tuple[int, ...]] = importlib.import_module("re._casefix")._EXTRA_CASES
-    except (ImportError, AttributeError):
-        extra = {0x69: (0x131,), 0x131: (0x69,), 0x73: (0x17F,), 0x17F: (0x73,)}
-    table: dict[int, int] = {}
-    unsafe: set[int] = set()
-    for k, vs in extra.items():
-        cls = {k, *vs}
-        if len({char_class(chr(c)) for c in cls}) > 1:
-            unsafe |= cls
-            continue
-        rep = min(cls)
-        for c in cls:
-            if c != rep:
-                table[c] = rep
-    return table, frozenset(unsafe)
-
-
-FOLD_TABLE, FOLD_UNSAFE = _fold_tables()
-_FOLD_RX = re.compile("[" + "".join(re.escape(chr(c)) for c in FOLD_TABLE) + "]")
-
-
-def casefold_aligned(text: str) -> str | None:
-    """Lower-case ``text`` keeping every character at its offset, folding the extra
-    IGNORECASE equivalences; None if that is impossible (never expected)."""
-    if text.isascii():
-        return text.lower()
-    if "\u0130" in text:  # 'İ'.lower() is two characters; IGNORECASE treats it as 'i'
-        text = text.replace("\u0130", "i")
-    low = text.lower()
-    if _FOLD_RX.search(low) is not None:
-        low = low.translate(FOLD_TABLE)
-    return low if len(low) == len(text) else None
 
 
 _SLASH_RX = re.compile(r" ?/ ?")

@@ -5,7 +5,7 @@
 ``compiled(rules)`` turns a ``Rules`` into ready-to-use matchers, once per rules hash.
 
 The rules' parts live by job: the dataclasses in ``rules_data``, the text views in
-``text_norm``, the regex optimiser in ``regex_fold``, the compiled matchers in ``matchers``;
+``text_norm``, the compiled matchers in ``matchers``;
 they are re-exported here, so ``from evaluator.rules.load import X`` keeps working.
 """
 
@@ -15,21 +15,22 @@ import functools
 import hashlib
 import json
 import math
-import re
 import tomllib
 from pathlib import Path
 from typing import Any
 
+import re2
+
 from evaluator.core.registry import FLAG, flag_options
-from evaluator.core.text_norm import casefold_aligned, norm_term, straighten
+from evaluator.core.text_norm import norm_term, straighten
 from evaluator.core.types import CHECK_NAMES, FLAG_NAMES
 from evaluator.rules import merge as rules_merge
-from evaluator.rules import regex_safety
 from evaluator.rules.matchers import (
     CompiledProfile,
     CompiledRules,
     Matcher,
     MatcherSet,
+    compile_pattern,
     compile_rule,
     compiled,
     phrase_rule,
@@ -49,6 +50,12 @@ from evaluator.rules.model import (
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("default_rules.toml")
 
+# A rules file's limits (docs/rules.md): past them it is refused with one message, so that every
+# file that loads, loads in seconds.
+MAX_RULES_BYTES = 1 << 20
+MAX_PATTERNS = 10_000
+MAX_PATTERN_CHARS = 4_096
+
 
 def load_rules(path: str | Path | None = None) -> Rules:
     """Read and validate a rules file (default: the shipped ``default_rules.toml``)."""
@@ -66,22 +73,16 @@ def _load_cached(path: str, _mtime_ns: int, _size: int) -> Rules:
         raw = Path(path).read_bytes()
     except OSError as exc:
         raise ValueError(f"{path}: cannot read rules file: {exc.strerror or exc}") from None
+    _within_size(len(raw), path)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: rules file is not UTF-8: {exc}") from None
     if Path(path) == DEFAULT_RULES_PATH:
-        as_shipped = hashlib.sha256(raw).hexdigest() == SHIPPED_RULES_SHA256
-        return _build(_toml(text, path), text, path, shipped=as_shipped)
+        return _build(_toml(text, path), text, path)
     return _on_defaults(text, path)
 
 
-# The shipped rules file as the test suite last analysed its patterns for catastrophic
-# backtracking (tests/evaluator/rules/test_rules.py, which says the new value when the file changes).
-# While the file is exactly that, a process does not analyse them again each time it starts (a
-# third of a second, most of a short CLI command's own work); edited in place, it is analysed.
-SHIPPED_RULES_SHA256 = "bf34445d56c07bafa6367a7b7510c0f1019790fcd9f5fa0d92e3cdad532076f9"
-_SHIPPED_PATTERNS: set[PatternRule] = set()
 
 
 def _on_defaults(text: str, source: str) -> Rules:
@@ -90,11 +91,7 @@ def _on_defaults(text: str, source: str) -> Rules:
     the merged rules are written out whole, so the stored text can be re-read on its own."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    try:
-        user = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{source}: invalid TOML: {exc}") from None
-    load_rules()  # the shipped patterns are known (and not analysed again) when the merge is checked
+    user = _toml(text, source)
     base = tomllib.loads(DEFAULT_RULES_PATH.read_text(encoding="utf-8-sig"))
     merged = rules_merge.merge(base, user)
     if merged == user:
@@ -111,7 +108,25 @@ def rules_from_text(text: str, source: str = "<text>") -> Rules:
     return _build(_toml(text, source), text, source)
 
 
+def _within_size(size: int, source: str) -> None:
+    if size > MAX_RULES_BYTES:
+        raise ValueError(f"{source}: rules file of {size:,} bytes; at most {MAX_RULES_BYTES:,} (1 MiB)")
+
+
+def _re2_message(exc: Exception) -> str:
+    """RE2's reason, with what a Python habit needs to hear (RE2 has no lookaround or back-references)."""
+    reason = exc.args[0] if exc.args else exc
+    text = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+    if "invalid perl operator: (?<" in text or "invalid perl operator: (?=" in text or \
+            "invalid perl operator: (?!" in text:
+        return f"{text} (lookaround is not RE2; match the wider text instead)"
+    if "invalid escape sequence: \\" in text and text[-1:].isdigit():
+        return f"{text} (back-references are not RE2)"
+    return text
+
+
 def _toml(text: str, source: str) -> dict[str, Any]:
+    _within_size(len(text.encode("utf-8")), source)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -121,9 +136,9 @@ def _toml(text: str, source: str) -> dict[str, Any]:
 class _Reader:
     """Typed access to the parsed TOML with errors naming the file and the key."""
 
-    def __init__(self, source: str, *, shipped: bool = False) -> None:
+    def __init__(self, source: str) -> None:
         self.source = source
-        self.shipped = shipped  # the shipped rules file: its patterns are recorded as checked
+        self.patterns_read = 0
 
     def fail(self, key: str, what: str) -> ValueError:
         return ValueError(f"{self.source}: key '{key}': {what}")
@@ -182,14 +197,20 @@ class _Reader:
             raise self.fail(key, f"expected a regex string or a table with 'pattern', got {_tname(value)}")
         if not rule.pattern:
             raise self.fail(key, "empty pattern")
+        if len(rule.pattern) > MAX_PATTERN_CHARS:
+            raise self.fail(key, f"pattern of {len(rule.pattern):,} characters; at most {MAX_PATTERN_CHARS:,}")
+        self.patterns_read += 1
+        if self.patterns_read > MAX_PATTERNS:
+            raise self.fail(key, f"more than {MAX_PATTERNS:,} patterns in one rules file")
         try:
             rx = compile_rule(rule)
-        except re.error as exc:
-            raise self.fail(key, f"bad regex {rule.pattern!r}: {exc}") from None
-        if self.shipped:
-            _SHIPPED_PATTERNS.add(rule)
-        elif rule not in _SHIPPED_PATTERNS and (unsafe := _backtracking_problem(rule)) is not None:
-            raise self.fail(key, f"regex {rule.pattern!r}: {unsafe}")
+        except re2.error:
+            try:  # RE2's reason about the pattern as written, not about its case-folding wrapper
+                compile_pattern(straighten(rule.pattern))
+                reason = "RE2 refuses it"
+            except re2.error as exc:
+                reason = _re2_message(exc)
+            raise self.fail(key, f"bad regex {rule.pattern!r} (rules patterns are RE2): {reason}") from None
         if rx.match("") is not None:
             raise self.fail(key, f"regex {rule.pattern!r} matches the empty string")
         return rule
@@ -209,8 +230,8 @@ def _tname(value: Any) -> str:
 _TOP_KEYS = {"schema", "name", "retrieval", "routing", "rulesets", "answers", "flags", "profiles", "abstention"}
 
 
-def _build(data: dict[str, Any], text: str, source: str, *, shipped: bool = False) -> Rules:
-    r = _Reader(source, shipped=shipped)
+def _build(data: dict[str, Any], text: str, source: str) -> Rules:
+    r = _Reader(source)
     unknown = sorted(set(data) - _TOP_KEYS)
     if unknown:
         raise r.fail(unknown[0], "unknown key (typo?)")
@@ -351,11 +372,6 @@ def _abstention(r: _Reader, data: dict[str, Any]) -> AbstentionPack:
                           r.patterns(t, "patterns", "abstention"), **lists)
 
 
-def _backtracking_problem(rule: PatternRule) -> str | None:
-    """Why the rule's regex, as it is matched, can backtrack catastrophically (issue 15), or None."""
-    return regex_safety.problem(straighten(rule.pattern), re.IGNORECASE if rule.ignore_case else 0)
-
-
 __all__ = [
     "DEFAULT_RULES_PATH",
     "LITERAL_NOUNS",
@@ -371,7 +387,6 @@ __all__ = [
     "Profile",
     "RuleSet",
     "Rules",
-    "casefold_aligned",
     "compiled",
     "load_rules",
     "norm_term",

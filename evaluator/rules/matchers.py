@@ -1,12 +1,9 @@
 """Compiled rules: ready-to-use matchers, built once per rules hash (pure).
 
-Matching semantics: a case-insensitive pattern is matched with ``re.IGNORECASE`` on the
-*straightened* answer (curly quotes replaced by straight ones with a length-preserving
-character map), so match offsets index the original answer. For speed, each
-case-insensitive pattern also gets a case-folded twin (``evaluator.rules.regex_fold``) that runs
-without IGNORECASE on a length-preserving case-folded copy of the text: a necessary
-condition that is checked first; the IGNORECASE pattern then confirms from the twin's
-match position.
+Every pattern is an RE2 pattern (google-re2 here, DuckDB's RE2 in SQL: one meaning). A
+case-insensitive pattern is matched as ``(?i:...)`` on the *straightened* answer (curly quotes
+replaced by straight ones, length-preserving), so match offsets index the original answer. RE2
+matches in time linear in the text: no pattern can hang a recompute or a preview.
 """
 
 from __future__ import annotations
@@ -14,15 +11,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
+
+import re2
 
 from evaluator.core.text_norm import norm_term, straighten
 from evaluator.rules.model import REFINED_NOUNS, PatternRule, Profile, Rules
-from evaluator.rules.regex_fold import fast_plain, folded_twin
+
+_OPTIONS = re2.Options()
+_OPTIONS.log_errors = False  # a refused pattern is reported by the rules loader, not printed by RE2
 
 
-def compile_rule(rule: PatternRule) -> re.Pattern[str]:
-    """The rule's regex as it is matched: on straightened text, IGNORECASE unless case-sensitive."""
-    return re.compile(straighten(rule.pattern), re.IGNORECASE if rule.ignore_case else 0)
+def re2_source(rule: PatternRule) -> str:
+    """The rule's regex as RE2 matches it: on straightened text, ``(?i:...)`` unless case-sensitive."""
+    source = straighten(rule.pattern)
+    return f"(?i:{source})" if rule.ignore_case else source
+
+
+def compile_pattern(source: str) -> Any:
+    """An RE2 program for ``source``; ``re2.error`` names what RE2 refuses (lookaround, ``\\1``, ...)."""
+    return re2.compile(source, _OPTIONS)
+
+
+def compile_rule(rule: PatternRule) -> Any:
+    return compile_pattern(re2_source(rule))
 
 
 def phrase_rule(phrase: str) -> PatternRule:
@@ -31,119 +43,53 @@ def phrase_rule(phrase: str) -> PatternRule:
 
 
 class Matcher:
-    """One pattern, matched on straightened text ``qn``; ``folded`` is
-    ``casefold_aligned(qn)`` (or None). Matches are exactly those of ``rx`` on ``qn``.
+    """One pattern, matched with RE2 on straightened text ``qn``. ``folded`` (a case-folded view
+    some callers still pass) is not needed: RE2 folds case itself."""
 
-    Speed: text lacking the pattern's keyword is skipped with ``str.__contains__``; a
-    case-insensitive pattern first runs its folded twin (fast, no IGNORECASE) on
-    ``folded`` and ``rx`` only confirms from the twin's match position."""
-
-    __slots__ = ("pattern", "rx", "fast", "twin", "keyword", "folded_keyword")
+    __slots__ = ("pattern", "rx")
 
     def __init__(self, rule: PatternRule) -> None:
-        source = straighten(rule.pattern)
         self.pattern = rule.pattern
         self.rx = compile_rule(rule)
-        self.twin: re.Pattern[str] | None = None
-        self.folded_keyword: str | None = None
-        self.keyword: str | None = None
-        if rule.ignore_case:
-            self.fast = self.rx
-            twin = folded_twin(source)
-            if twin is not None:
-                self.twin, self.folded_keyword = twin
-        else:
-            self.fast, self.keyword = fast_plain(source)
 
-    def search(self, qn: str, folded: str | None, pos: int = 0) -> re.Match[str] | None:
+    def search(self, qn: str, folded: str | None = None, pos: int = 0) -> Any:
         """The first match starting at or after ``pos``."""
-        twin = self.twin
-        if twin is None or folded is None:
-            kw = self.keyword
-            if kw is not None and kw not in qn:
-                return None
-            return self.fast.search(qn, pos)
-        kw = self.folded_keyword
-        if kw is not None and kw not in folded:
-            return None
-        m = twin.search(folded, pos)
-        if m is None:
-            return None
-        return self.rx.search(qn, m.start())
+        return self.rx.search(qn, pos)
 
-    def finditer(self, qn: str, folded: str | None) -> Iterator[re.Match[str]]:
-        """Same matches as ``rx.finditer(qn)``."""
-        if self.twin is None or folded is None:
-            kw = self.keyword
-            if kw is None or kw in qn:
-                yield from self.fast.finditer(qn)
-            return
-        pos, n = 0, len(qn)
-        while pos <= n:
-            m = self.search(qn, folded, pos)
-            if m is None:
-                return
-            if m.end() == m.start():  # empty-match stepping: let re do it from here
-                yield from self.rx.finditer(qn, m.start())
-                return
-            yield m
-            pos = m.end()
+    def finditer(self, qn: str, folded: str | None = None) -> Iterator[Any]:
+        return self.rx.finditer(qn)
 
 
 class MatcherSet:
     """Several patterns; the set matches if any matches."""
 
-    __slots__ = ("matchers", "_plan")
+    __slots__ = ("matchers",)
 
     def __init__(self, rules: tuple[PatternRule, ...]) -> None:
         self.matchers = tuple(Matcher(r) for r in rules)
-        self._plan = tuple((m.folded_keyword, m.twin, m.rx, m.keyword, m.fast) for m in self.matchers)
 
     def __bool__(self) -> bool:
         return bool(self.matchers)
 
-    def search(self, qn: str, folded: str | None, absent: set[str] | None = None) -> re.Match[str] | None:
-        """Some match (the first pattern's that matches), or None. ``absent`` collects the
-        folded keywords known to be missing from this text (shared across sets)."""
-        if folded is None:
-            for matcher in self.matchers:
-                hit = matcher.search(qn, None)
-                if hit is not None:
-                    return hit
-            return None
-        if absent is None:
-            absent = set()
-        for kw, twin, rx, plain_kw, fast in self._plan:  # Matcher.search, inlined: this is the hot loop
-            if twin is not None:
-                if kw is not None:
-                    if kw in absent:
-                        continue
-                    if kw not in folded:
-                        absent.add(kw)
-                        continue
-                candidate = twin.search(folded)
-                if candidate is None:
-                    continue
-                found = rx.search(qn, candidate.start())
-            else:
-                if plain_kw is not None and plain_kw not in qn:
-                    continue
-                found = fast.search(qn)
-            if found is not None:
-                return found
+    def search(self, qn: str, folded: str | None = None, absent: set[str] | None = None) -> Any:
+        """Some match (the first pattern's that matches), or None."""
+        for matcher in self.matchers:
+            hit = matcher.rx.search(qn)
+            if hit is not None:
+                return hit
         return None
 
-    def finditer(self, qn: str, folded: str | None) -> Iterator[re.Match[str]]:
+    def finditer(self, qn: str, folded: str | None = None) -> Iterator[Any]:
         """Every pattern's matches, pattern by pattern."""
         for m in self.matchers:
-            yield from m.finditer(qn, folded)
+            yield from m.rx.finditer(qn)
 
 
 @dataclass(frozen=True)
 class CompiledProfile:
     profile: Profile
     checks: frozenset[str]
-    citation: re.Pattern[str] | None
+    citation: Any
     citation_has_id: bool
     allowlist: frozenset[str]  # normalised with norm_term
     markers: MatcherSet
@@ -195,7 +141,7 @@ def compiled(rules: Rules) -> CompiledRules:
         return done
     profiles = {}
     for p in rules.profiles:
-        citation = re.compile(p.citation_pattern) if p.citation_pattern else None
+        citation = compile_pattern(p.citation_pattern) if p.citation_pattern else None
         profiles[p.name] = CompiledProfile(
             profile=p,
             checks=frozenset(p.checks),

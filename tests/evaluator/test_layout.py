@@ -20,8 +20,6 @@ PURE_CORE = (
     "evaluator.rules.model",
     "evaluator.rules.merge",
     "evaluator.core.text_norm",
-    "evaluator.rules.regex_fold",
-    "evaluator.rules.regex_safety",
     "evaluator.rules.matchers",
     "evaluator.core.checks",
     "evaluator.core.flags",
@@ -187,7 +185,6 @@ def test_the_override_check_finds_a_hand_written_latest_override() -> None:
 # (file, literal) pairs that are not SQL at all but a `?` as text or in a regex, which the rule
 # (blind to what a string is for) would take for a parameter.
 NOT_SQL = {
-    ("evaluator/rules/regex_safety.py", "?"),  # a regex quantifier, printed back
     ("evaluator/core/registry.py", "?"),  # an unknown module or name in an error message
     ("evaluator/store/db.py", "?"),  # an unknown lock holder in a message
     ("evaluator/core/text_norm.py", " ?/ ?"),  # a regex: a slash with optional spaces around it

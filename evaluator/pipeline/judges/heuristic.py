@@ -18,6 +18,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from evaluator.pipeline.judges.base import JudgeVerdict
+from evaluator.rules.matchers import compile_pattern, compile_rule
+from evaluator.rules.model import PatternRule
 
 if TYPE_CHECKING:
     from evaluator.rules.load import Rules
@@ -51,11 +53,11 @@ class HeuristicJudge:
     def __init__(
         self,
         refusal_phrases: Iterable[str],
-        refusal_patterns: Iterable[str | re.Pattern[str]] = (),
+        refusal_patterns: Iterable[str | Any] = (),
         *,
         fuzzy_flags: Iterable[str] = (REFERENCE_REFUSAL_FLAG,),
         fuzzy_threshold: float = DEFAULT_FUZZY_THRESHOLD,
-        abstention_patterns: Iterable[str | re.Pattern[str]] = (),
+        abstention_patterns: Iterable[str | Any] = (),
         abstention_version: str = "",
         empty_is_refusal: bool = False,
         hedge_markers: Iterable[str] = (),
@@ -68,20 +70,16 @@ class HeuristicJudge:
         self.fuzzy_flags = tuple(fuzzy_flags)
         self.fuzzy_threshold = fuzzy_threshold
         self._phrases = [
-            (p, re.compile(re.escape(straighten(p)), re.IGNORECASE)) for p in self.refusal_phrases if p
+            (p, _compiled(re.escape(straighten(p)), True)) for p in self.refusal_phrases if p
         ]
-        # A string pattern is case-insensitive; a compiled one keeps its own flags.
-        self._patterns = [
-            (p.pattern, p) if isinstance(p, re.Pattern) else (p, re.compile(straighten(p), re.IGNORECASE))
-            for p in self.refusal_patterns
-        ]
+        # A string pattern is case-insensitive; a compiled one (RE2) keeps its own flags.
+        self._patterns = [(p.pattern, p) if not isinstance(p, str) else (p, _compiled(p, True))
+                          for p in self.refusal_patterns]
         self._flags = [(f, [w for w, _, _ in _words(f)]) for f in self.fuzzy_flags]
         self.abstention_version = abstention_version
         self.empty_is_refusal = empty_is_refusal
-        self._abstention = [
-            (p.pattern, p) if isinstance(p, re.Pattern) else (p, re.compile(straighten(p), re.IGNORECASE))
-            for p in abstention_patterns
-        ]
+        self._abstention = [(p.pattern, p) if not isinstance(p, str) else (p, _compiled(p, True))
+                            for p in abstention_patterns]
         self.hedge_markers = tuple(w for w in hedge_markers if w.strip())
         self._hedge = _words_rx(self.hedge_markers)
         self._apology = _words_rx(tuple(w for w in apology_words if w.strip()))
@@ -111,14 +109,14 @@ class HeuristicJudge:
         return tuple(straighten(p) for p, _ in self._phrases)
 
     @property
-    def regexes(self) -> tuple[re.Pattern[str], ...]:
+    def regexes(self) -> tuple[Any, ...]:
         """The compiled patterns any match of which refuses: the refusal patterns, and the
         abstention pack's unless the judge knows hedges (then see ``hedged_regexes``)."""
         firm = tuple(rx for _, rx in self._patterns)
         return firm if self._hedge is not None else firm + tuple(rx for _, rx in self._abstention)
 
     @property
-    def hedged_regexes(self) -> tuple[re.Pattern[str], ...]:
+    def hedged_regexes(self) -> tuple[Any, ...]:
         """The abstention patterns whose matches refuse unless they hedge (empty without hedges)."""
         return tuple(rx for _, rx in self._abstention) if self._hedge is not None else ()
 
@@ -228,13 +226,13 @@ def content_words(text: str) -> frozenset[str]:
                      if len(w) >= 4 and w not in QUESTION_WORDS)
 
 
-def _words_rx(words: tuple[str, ...]) -> re.Pattern[str] | None:
+def _words_rx(words: tuple[str, ...]) -> Any | None:
     """Any of ``words`` as a whole word (or words), case-insensitive; None for no words."""
     if not words:
         return None
-    return re.compile(r"\b(?:" + "|".join(r"\s+".join(map(re.escape, straighten(w).split())) for w in words)
-                      + r")\b", re.IGNORECASE)
+    return compile_pattern(r"(?i:\b(?:" + "|".join(r"\s+".join(map(re.escape, straighten(w).split())) for w in words)
+                           + r")\b)")
 
 
-def _compiled(pattern: str, ignore_case: bool) -> re.Pattern[str]:
-    return re.compile(straighten(pattern), re.IGNORECASE if ignore_case else 0)
+def _compiled(pattern: str, ignore_case: bool) -> Any:
+    return compile_rule(PatternRule(pattern, ignore_case))

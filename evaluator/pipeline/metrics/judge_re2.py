@@ -14,11 +14,9 @@ No duckdb import here: these are strings.
 
 from __future__ import annotations
 
-import re
 import string
 
 from evaluator.pipeline.judges.heuristic import HeuristicJudge
-from evaluator.pipeline.sql.re2 import to_re2
 
 WS = "[\\t\\n\\f\\r ]"  # Python's \s on clean text
 _NOT_WS = "[^\\t\\n\\f\\r ]"
@@ -55,14 +53,7 @@ def refusal_regex(judge: HeuristicJudge) -> tuple[str | None, bool]:
         parts.append("(?i:" + "|".join(literal_re2(p) for p in phrases) + ")")
     elif phrases:
         exact = False
-    for rx in judge.regexes:
-        ignore_case = bool(rx.flags & re.IGNORECASE)
-        other = rx.flags & ~(re.IGNORECASE | re.UNICODE)
-        converted = None if other else to_re2(rx.pattern, ignore_case=ignore_case)
-        if converted is None:
-            exact = False
-        else:
-            parts.append(converted)
+    parts += [rx.pattern for rx in judge.regexes]  # RE2 patterns, their case flag inside
     if judge.empty_is_refusal:
         parts.append(f"^{WS}*$")  # RE2's $ is the end of the text (no multi-line mode)
     # Each part in its own group: a bare alternation or a leading inline flag stays inside it.
@@ -74,12 +65,7 @@ def hedged_prefilter(judge: HeuristicJudge) -> tuple[str | None, bool]:
     matches (those answers are Python's to decide), and whether it is exact (False: some pattern
     only Python runs, so every answer is Python's)."""
     parts = []
-    for rx in judge.hedged_regexes:
-        other = rx.flags & ~(re.IGNORECASE | re.UNICODE)
-        converted = None if other else to_re2(rx.pattern, ignore_case=bool(rx.flags & re.IGNORECASE))
-        if converted is None:
-            return None, False
-        parts.append(converted)
+    parts = [rx.pattern for rx in judge.hedged_regexes]  # RE2 patterns, their case flag inside
     return ("|".join(f"(?:{p})" for p in parts) if parts else None), True
 
 

@@ -24,8 +24,9 @@ from typing import Any
 from evaluator.core.registry import FLAG, NO_RETRIEVAL_REASON, Entry, check_entries, flag_entries
 from evaluator.core.sql_fragments import NA, WS, SqlCase, pair
 from evaluator.core.types import FLAG_NAMES
-from evaluator.pipeline.sql.re2 import ANSWER_PARAMS, CLEAN_SQL, answer_gate, clean_of, min_width, straightened, to_re2
+from evaluator.pipeline.sql.re2 import ANSWER_PARAMS, CLEAN_SQL, answer_gate, clean_of, straightened, to_re2
 from evaluator.rules.load import PatternRule, Rules, compiled, norm_term, straighten
+from evaluator.rules.matchers import compile_pattern
 from evaluator.store.db import quote_ident
 
 WORD = "[0-9A-Za-z_]"
@@ -52,11 +53,13 @@ def _alternation(rules: tuple[PatternRule, ...]) -> str | None:
     """One RE2 pattern matching where any of ``rules`` matches ('' when there are none)."""
     parts = []
     for rule in rules:
-        rx = to_re2(straighten(rule.pattern), ignore_case=rule.ignore_case)
-        if rx is None:
-            return None
-        parts.append(f"(?:{rx})")
+        parts.append(f"(?:{to_re2(straighten(rule.pattern), ignore_case=rule.ignore_case)})")
     return "|".join(parts)
+
+
+def _matches_empty(rx: str) -> bool:
+    """Whether the RE2 pattern can match the empty text (SQL then leaves the run to Python)."""
+    return compile_pattern(rx).search("") is not None
 
 
 def _clean(x: str) -> str:
@@ -341,12 +344,9 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     citation = None
     if p.citation_pattern:
         citation = to_re2(p.citation_pattern, ignore_case=False)
-        if citation is None or min_width(p.citation_pattern, ignore_case=False) == 0:
+        if _matches_empty(citation):
             return None
-    if any(v is None for v in cats.values()) or price is None or noun is None:
-        return None
-    if min_width(straighten(rules.price.pattern), ignore_case=rules.price.ignore_case) == 0 or \
-            min_width(straighten(rules.proper_noun.pattern), ignore_case=rules.proper_noun.ignore_case) == 0:
+    if _matches_empty(price) or _matches_empty(noun):
         return None
     if fw is not None and not all(w.isascii() for w in fw):
         return None
@@ -360,7 +360,7 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
     id_group = 0
     if citation is not None:
         params["citation"] = citation
-        id_group = re.compile(p.citation_pattern).groupindex.get("id", 0)
+        id_group = compile_pattern(p.citation_pattern).groupindex.get("id", 0)
         both = (f"list_transform(list_zip(regexp_extract_all(answer, $citation, 0), "
                 f"regexp_extract_all(answer, $citation, {id_group})), "
                 f"lambda z: CASE WHEN z[2] <> '' AND {id_group} > 0 "

@@ -1,4 +1,4 @@
-"""Python regexes that mean the same in RE2 (DuckDB's regex engine) on the text SQL decides.
+"""Which text the SQL engine decides, and the rules' patterns as DuckDB matches them.
 
 The SQL engine decides only rows whose text is "clean ASCII" (``CLEAN_SQL``): printable
 ASCII plus tab, newline, carriage return and form feed. On such text Python's Unicode
@@ -9,15 +9,12 @@ gated once its curly quotes are straightened (both engines match it so: ``straig
 without ``ANSWER_PUNCTUATION``, characters that are none of those classes in either engine
 (``answer_gate``).
 
-``to_re2`` accepts a pattern only when every construct in it has that same meaning, and
-returns None otherwise (the caller then lets Python decide): no lookaround, back-references,
-possessive or atomic groups, inline flags other than the ``(?i)`` it adds itself, no ``$``
-(Python's matches before a final newline too), no ``{,n}``, no nested ``[``, no non-ASCII.
+The rules' patterns are RE2 patterns, matched by google-re2 in Python and by DuckDB's RE2 in
+SQL, so a pattern means the same in both; the gate is about the Python code around them (its
+``str.split``, ``lower`` and ``isalnum`` are Unicode-aware).
 """
 
 from __future__ import annotations
-
-import re
 
 import duckdb
 
@@ -67,9 +64,6 @@ def clean_of(expr: str) -> str:
     return f"list_transform([{expr}], lambda clean_text: {CLEAN_SQL.format(x='clean_text')})[1]"
 
 
-_SAFE_ESCAPE_LETTERS = set("wWdDsSbBAntrf")
-
-
 def re2_compiles(con: duckdb.DuckDBPyConnection, regex: str) -> bool:
     """Whether DuckDB's RE2 takes the regex: a pattern of the same meaning may still be refused
     (RE2 counts repetitions to 1,000 at most, nested ones multiplied; a huge alternation may
@@ -81,68 +75,7 @@ def re2_compiles(con: duckdb.DuckDBPyConnection, regex: str) -> bool:
     return True
 
 
-def to_re2(pattern: str, *, ignore_case: bool) -> str | None:
-    """The RE2 form of a Python pattern (same matches on clean ASCII text), or None."""
-    if not pattern.isascii() or not _same_meaning(pattern):
-        return None
-    try:
-        compiled = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error:
-        return None
-    if compiled.flags & (re.MULTILINE | re.DOTALL | re.VERBOSE | re.ASCII | re.LOCALE):
-        return None
+def to_re2(pattern: str, *, ignore_case: bool) -> str:
+    """The rule's pattern as DuckDB matches it: rules patterns are RE2 patterns already (the
+    Python side matches them with google-re2), so only the case flag is added."""
     return f"(?i:{pattern})" if ignore_case else pattern
-
-
-def _same_meaning(p: str) -> bool:
-    i, n, in_class, class_start = 0, len(p), False, -1
-    while i < n:
-        c = p[i]
-        if c == "\\":
-            if i + 1 >= n:
-                return False
-            e = p[i + 1]
-            # in a class, Python's \b is a backspace
-            if e.isalnum() and (e not in _SAFE_ESCAPE_LETTERS or (in_class and e in "bBA")):
-                return False
-            i += 2
-            continue
-        if in_class:
-            if c == "[":
-                return False
-            if c == "]":
-                if i == class_start:  # "[]...]": a literal ] in Python, not portable
-                    return False
-                in_class = False
-            i += 1
-            continue
-        if c == "[":
-            in_class = True
-            class_start = i + 1 + (1 if p[i + 1 : i + 2] == "^" else 0)
-        elif c == "$":
-            return False
-        elif c == "(" and p[i + 1 : i + 2] == "?":
-            if not (p.startswith("(?:", i) or p.startswith("(?P<", i)):
-                return False
-        elif c == "{" and p[i + 1 : i + 2] == "," or c in "*+?}" and p[i + 1 : i + 2] == "+":
-            return False
-        elif c == "{":
-            m = re.match(r"\{(\d+)(?:,(\d*))?\}", p[i:])
-            if m is not None and max(int(m.group(1)), int(m.group(2) or 0)) > 1000:
-                return False
-        i += 1
-    return not in_class
-
-
-def min_width(pattern: str, *, ignore_case: bool) -> int:
-    """The fewest characters a match takes (0: it can match empty)."""
-    if pattern == "":
-        return 0
-    try:
-        import importlib
-
-        parser = importlib.import_module("re._parser")
-        lo: int = parser.parse(pattern, re.IGNORECASE if ignore_case else 0).getwidth()[0]
-        return lo
-    except Exception:  # noqa: BLE001 - unknown: treat as possibly empty
-        return 0

@@ -3,32 +3,17 @@ spans always index the answer."""
 
 from __future__ import annotations
 
-import re
-import sys
-
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from evaluator.core.evaluate import evaluate, evaluate_batch
 from evaluator.core.types import FAIL, NA, PASS, GoldClaim, ResponseInput, RetrievedItem
-from evaluator.rules.load import Matcher, PatternRule, casefold_aligned, compiled, load_rules, straighten
+from evaluator.rules.load import compiled, load_rules, straighten
 
 RULES = load_rules()
 COMP = compiled(RULES)
-MATCHERS = [
-    *COMP.refusal.matchers, *COMP.redirect.matchers, *COMP.substantive.matchers, *COMP.refusal_phrases.matchers,
-    *COMP.profiles["ramayana"].markers.matchers, COMP.price, COMP.proper_noun, *COMP.abstention.matchers,
-]
 RULESETS = st.sampled_from(["legacy", "t3_aware", "refined"])
 PROFILES = st.sampled_from(["ramayana", "clearpath", "rag"])
-EXTRA = [Matcher(PatternRule(p)) for p in (
-    r"[a-z]+ scope", r"\bnot\b (?:able|willing)", r"(?:x|y)z{2,3}", r"(?=ab)a.c", r"\w+'s", r"(?s)a.b",
-    r"[^x]ble", r"(?i)scope", r"\d+ rupees?", r"[α-ω]+", r"ι", r"σ+",
-)] + [Matcher(PatternRule(p, ignore_case=False)) for p in (
-    r"(?i)outside my scope", r"\bLord [A-Z]\w+", r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+\b", r"\b\w+ Kanda", r"\[\w+\]",
-    r"(?a)\b[a-zé]+ed", r"(?i)\b[a-z]+ scope",
-)]
-
 FRAGMENTS = [
     "outside", "OUTSIDE", "my", "the", "scope", "\u017fcope", "cannot", "CanNot", "help", "assist", "answer", "falls",
     "not", "within", "in", "purview", "beyond", "I\u2019m", "i am", "designed", "meant", "built", "to", "I'd",
@@ -58,45 +43,9 @@ def tricky(fn):  # type: ignore[no-untyped-def]
 
 
 @PROPS
-@tricky
-@given(texts)
-def test_matcher_search_equals_plain_regex_search(text: str) -> None:
-    qn = straighten(text)
-    folded = casefold_aligned(qn)
-    for m in MATCHERS + EXTRA:
-        fast = m.search(qn, folded)
-        plain = m.rx.search(qn)
-        assert (fast and fast.span()) == (plain and plain.span()), m.pattern
-
-
-@PROPS
-@tricky
-@given(texts)
-def test_matcher_finditer_equals_plain_regex_finditer(text: str) -> None:
-    qn = straighten(text)
-    folded = casefold_aligned(qn)
-    for m in MATCHERS + EXTRA:
-        assert [x.span() for x in m.finditer(qn, folded)] == [x.span() for x in m.rx.finditer(qn)], m.pattern
-
-
-@PROPS
 @given(st.text())
-def test_text_views_keep_length(text: str) -> None:
-    qn = straighten(text)
-    assert len(qn) == len(text)
-    assert casefold_aligned(qn) is not None
-    assert len(casefold_aligned(qn) or "") == len(text)
-
-
-def test_fold_agrees_with_ignorecase_for_every_ascii_letter() -> None:
-    """Every character that re.IGNORECASE matches to an ASCII letter folds to that letter."""
-    letters = re.compile("[a-z]", re.IGNORECASE)
-    for code in range(sys.maxunicode + 1):
-        ch = chr(code)
-        if letters.fullmatch(ch):
-            folded = casefold_aligned(ch)
-            assert folded is not None and re.fullmatch(folded, ch, re.IGNORECASE), hex(code)
-            assert "a" <= folded <= "z", hex(code)
+def test_straightened_text_keeps_length(text: str) -> None:
+    assert len(straighten(text)) == len(text)
 
 
 ids = st.sampled_from(["Ayodhya-Kanda 31.25", "Bala-Kanda 1.1", "bala_kanda_1_1", "c1", "", "Sundara Kanda 5.5"])

@@ -109,13 +109,19 @@ def test_a_bad_regex_is_reported_at_its_field_and_line() -> None:
     assert err.value.message.startswith(f"line {n_lines + 1}: bad regex")
 
 
-def test_a_backtracking_regex_is_reported_at_its_field() -> None:
+def test_a_lookaround_regex_is_reported_at_its_field_as_not_re2() -> None:
     values = lab.form_values(load_rules(), PROFILE)
-    values["citation_pattern"] = r"\[(a+)+\]"
+    values["citation_pattern"] = r"\[(?=a)a+\]"
     with pytest.raises(lab.FieldError) as err:
         lab.edit(load_rules(), PROFILE, values)
     assert err.value.field == "citation_pattern"
-    assert "backtrack" in err.value.message
+    assert "rules patterns are RE2" in err.value.message and "lookaround" in err.value.message
+
+
+def test_a_regex_that_backtracks_in_python_is_taken_and_previewed() -> None:
+    values = lab.form_values(load_rules(), PROFILE)
+    values["citation_pattern"] = r"\[(?P<id>(a+)+)\]"
+    assert lab.edit(load_rules(), PROFILE, values).rules.profile(PROFILE).citation_pattern == r"\[(?P<id>(a+)+)\]"
 
 
 def test_an_unknown_key_in_the_toml_text_is_reported_at_the_toml_field() -> None:
