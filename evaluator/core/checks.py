@@ -13,6 +13,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import Any
 
 from evaluator.core.registry import check
 from evaluator.core.sql_fragments import SqlCase, pair, repr_of, snippet_of
@@ -225,7 +226,7 @@ class Context:
     """One response being evaluated; shared lazy computations for checks and flags."""
 
     __slots__ = ("resp", "answer", "retrieved", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
-                 "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_absent", "_raw_doc",
+                 "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_raw_doc",
                  "_retrieved_ids", "function_words")
 
     def __init__(self, resp: ResponseInput, comp: CompiledRules, profile: CompiledProfile,
@@ -240,7 +241,7 @@ class Context:
         self.t3_na = t3_not_applicable
         self.with_spans = with_spans
         self.is_t3 = is_t3(resp)
-        self._views: tuple[str, str | None] | None = None
+        self._views: tuple[str, str | bytes] | None = None
         self._hits: dict[str, tuple[bool, tuple[Span, ...]]] = {}
         self._citations: tuple[tuple[int, int, str], ...] | None = None
         self._retrieved_keys: frozenset[tuple[str, tuple[int, ...]]] | None = None
@@ -248,7 +249,6 @@ class Context:
         self._doc: str | None = None
         self._question: str | None = None
         self._scores: list[float] | None = None
-        self._absent: set[str] = set()
         self._raw_doc: str | None = None
         self._retrieved_ids: frozenset[str] | None = None
         self.function_words = function_words  # the refined proper-noun rule's, or None (literal)
@@ -262,11 +262,13 @@ class Context:
         """An unanswerable question under a profile that follows answerability (not T3)."""
         return self.profile.profile.answerability and self.resp.answerable is False and not self.is_t3
 
-    def views(self) -> tuple[str, str | None]:
-        """(straightened answer, None): it indexes the original answer; RE2 folds case itself."""
+    def views(self) -> tuple[str, str | bytes]:
+        """(straightened answer, what RE2 is given): the straightened answer indexes the original;
+        an ASCII one goes to RE2 as bytes (offsets the same, no conversion of offsets per match)."""
         v = self._views
         if v is None:
-            v = self._views = (straighten(self.answer), None)
+            qn = straighten(self.answer)
+            v = self._views = (qn, qn.encode("ascii") if qn.isascii() else qn)
         return v
 
     def span(self, start: int, end: int, kind: str) -> Span:
@@ -279,14 +281,14 @@ class Context:
             mset: MatcherSet = (self.profile.markers if category == "markers" else
                                 self.profile.refusals if category == "profile_refusals" else
                                 getattr(self.comp, category))
-            qn, folded = self.views()
+            subject = self.views()[1]
             if self.with_spans:
                 kind = _CATEGORY_KIND[category]
-                spans = merge_spans((self.span(m.start(), m.end(), kind) for m in mset.finditer(qn, folded)),
+                spans = merge_spans((self.span(m.start(), m.end(), kind) for m in mset.finditer(subject)),
                                     self.answer)
                 got = (bool(spans), spans)
             else:
-                got = (mset.search(qn, folded, self._absent) is not None, _NO_SPANS)
+                got = (mset.any(subject), _NO_SPANS)
             self._hits[category] = got
         return got
 
@@ -319,12 +321,9 @@ class Context:
             if rx is None:
                 c = ()
             else:
-                qn = self.views()[0]
+                qn, subject = self.views()
                 has_id = self.profile.citation_has_id
-                c = tuple(
-                    (m.start(), m.end(), m.group("id") if has_id and m.group("id") else m.group().strip("[]() "))
-                    for m in rx.finditer(qn)
-                )
+                c = tuple((m.start(), m.end(), _citation_id(qn, m, has_id)) for m in rx.finditer(subject))
             self._citations = c
         return c
 
@@ -392,12 +391,12 @@ class Context:
         contains. Without spans: only the first one (a price if there is one)."""
         u = self._unverified
         if u is None:
-            qn, folded = self.views()
+            qn, subject = self.views()
             found: list[Span] = []
             for matcher, kind, price in ((self.comp.price, "unverified_price", True),
                                          (self.comp.proper_noun, "proper_noun", False)):
-                for m in matcher.finditer(qn, folded):
-                    start, text = m.start(), m.group()
+                for m in matcher.finditer(subject):
+                    start, text = m.start(), qn[m.start():m.end()]
                     if not price and self.function_words is not None:
                         skip = _leading_function_words(text, self.function_words)
                         if skip is None:
@@ -411,6 +410,15 @@ class Context:
                     break
             u = self._unverified = tuple(found)
         return u
+
+
+def _citation_id(qn: str, m: Any, has_id: bool) -> str:
+    """The citation's ``id`` group when it holds text, else the whole citation without brackets."""
+    if has_id:
+        start, end = m.start("id"), m.end("id")
+        if 0 <= start < end:
+            return qn[start:end]
+    return qn[m.start():m.end()].strip("[]() ")
 
 
 # --- results ---------------------------------------------------------------------------------

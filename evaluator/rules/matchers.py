@@ -43,46 +43,63 @@ def phrase_rule(phrase: str) -> PatternRule:
 
 
 class Matcher:
-    """One pattern, matched with RE2 on straightened text ``qn``. ``folded`` (a case-folded view
-    some callers still pass) is not needed: RE2 folds case itself."""
+    """One pattern, matched with RE2 on straightened text (or its bytes, when ASCII)."""
 
-    __slots__ = ("pattern", "rx")
+    __slots__ = ("pattern", "source", "rx")
 
     def __init__(self, rule: PatternRule) -> None:
         self.pattern = rule.pattern
-        self.rx = compile_rule(rule)
+        self.source = re2_source(rule)
+        self.rx = compile_pattern(self.source)
 
-    def search(self, qn: str, folded: str | None = None, pos: int = 0) -> Any:
+    def search(self, subject: str | bytes, pos: int = 0) -> Any:
         """The first match starting at or after ``pos``."""
-        return self.rx.search(qn, pos)
+        return self.rx.search(subject, pos)
 
-    def finditer(self, qn: str, folded: str | None = None) -> Iterator[Any]:
-        return self.rx.finditer(qn)
+    def finditer(self, subject: str | bytes) -> Iterator[Any]:
+        return self.rx.finditer(subject)
 
 
 class MatcherSet:
-    """Several patterns; the set matches if any matches."""
+    """Several patterns; the set matches if any matches. ``any`` asks RE2 once for the whole list
+    (an ``re2.Set``: one pass over the text, however many patterns)."""
 
-    __slots__ = ("matchers",)
+    __slots__ = ("matchers", "_set")
 
     def __init__(self, rules: tuple[PatternRule, ...]) -> None:
         self.matchers = tuple(Matcher(r) for r in rules)
+        self._set: Any = None
+        if self.matchers:
+            candidate = re2.Set.SearchSet(_OPTIONS)
+            try:
+                for m in self.matchers:
+                    candidate.Add(m.source)
+                candidate.Compile()
+                self._set = candidate
+            except re2.error:  # past RE2's memory budget for one program: pattern by pattern
+                self._set = None
+
+    def any(self, subject: str | bytes) -> bool:
+        """Whether some pattern matches ``subject`` (the straightened text, or its UTF-8 bytes)."""
+        if self._set is not None:
+            return bool(self._set.Match(subject))
+        return any(m.rx.search(subject) is not None for m in self.matchers)
 
     def __bool__(self) -> bool:
         return bool(self.matchers)
 
-    def search(self, qn: str, folded: str | None = None, absent: set[str] | None = None) -> Any:
+    def search(self, subject: str | bytes) -> Any:
         """Some match (the first pattern's that matches), or None."""
         for matcher in self.matchers:
-            hit = matcher.rx.search(qn)
+            hit = matcher.rx.search(subject)
             if hit is not None:
                 return hit
         return None
 
-    def finditer(self, qn: str, folded: str | None = None) -> Iterator[Any]:
+    def finditer(self, subject: str | bytes) -> Iterator[Any]:
         """Every pattern's matches, pattern by pattern."""
         for m in self.matchers:
-            yield from m.rx.finditer(qn)
+            yield from m.rx.finditer(subject)
 
 
 @dataclass(frozen=True)

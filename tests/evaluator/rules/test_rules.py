@@ -294,7 +294,7 @@ def test_match_offsets_index_the_original_answer_past_non_ascii_text() -> None:
 def test_proper_noun_pattern_finds_names(rules: Rules) -> None:
     m = compiled(rules).proper_noun
     text = "Lord Rama met Sita Devi in the Dandaka Forest; xLord Rama, _Ab Cd and Ab Cd9."
-    assert [x.group() for x in m.finditer(text, None)] == ["Lord Rama", "Sita Devi", "Dandaka Forest"]
+    assert [x.group() for x in m.finditer(text)] == ["Lord Rama", "Sita Devi", "Dandaka Forest"]
 
 
 # --- text views --------------------------------------------------------------------------------
