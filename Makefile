@@ -56,8 +56,10 @@ lint: install-test
 typecheck: install-test
 	$(VENV)/bin/mypy evaluator
 
+# -n auto: one pytest-xdist worker per core (tests sharing a resource are grouped: pyproject.toml);
+# the 20 slowest tests are listed at the end.
 test: browser lint typecheck compile
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n auto --durations=20
 
 # The sizes, pages and baseline; then the floor (plain DuckDB) and the ratios of issue 16 at 200k.
 bench: install

@@ -1,11 +1,26 @@
-"""Shared fixtures: real DuckDB files in temp dirs and the real CLI as a subprocess."""
+"""Shared fixtures: real DuckDB files in temp dirs and the real CLI.
+
+The CLI runs two ways, both through its real entry point (`evaluator.cli.main`):
+
+- `cli` / `run_cli`: in this process, as `python -m evaluator ARGS` would run it (same arguments,
+  working directory and environment; stdout and stderr captured as text; the exit code from its
+  return value, `SystemExit` or an uncaught exception). A process start costs more than most
+  commands take, and most tests are about what a command does, not about the process.
+- `cli_process` / `run_cli_process`: a real `python -m evaluator` subprocess, for tests about the
+  process boundary: other processes holding or waiting for the store at the same time, signals,
+  kill -9, a process's environment or standard input.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import pytest
@@ -15,17 +30,77 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DATA = ROOT / "data"
 
 
-def run_cli(*args: str, db: Path | None = None, check: bool = False, **kwargs) -> subprocess.CompletedProcess:
-    """`python -m evaluator ARGS` in a subprocess, exactly as a user runs it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("EVALUATOR_DB", None)
+def _command(args: tuple[str, ...], db: Path | None) -> list[str]:
     command = [sys.executable, "-m", "evaluator", *args]
     if db is not None:
         command[4:4] = ["--db", str(db)]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, **kwargs)
+    return command
+
+
+def _checked(command: list[str], result: subprocess.CompletedProcess, check: bool) -> subprocess.CompletedProcess:
     if check and result.returncode != 0:
         raise AssertionError(f"{' '.join(command)} exited {result.returncode}:\n{result.stderr}")
     return result
+
+
+def run_cli_process(*args: str, db: Path | None = None, check: bool = False,
+                    **kwargs) -> subprocess.CompletedProcess:
+    """`python -m evaluator ARGS` in a subprocess, exactly as a user runs it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("EVALUATOR_DB", None)
+    command = _command(args, db)
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600, **kwargs)
+    return _checked(command, result, check)
+
+
+def _text(buffer: io.BytesIO, errors: str) -> str:
+    """What `subprocess.run(text=True)` makes of a stream's bytes (universal newlines)."""
+    return io.TextIOWrapper(io.BytesIO(buffer.getvalue()), encoding="utf-8", errors=errors).read()
+
+
+def run_cli(*args: str, db: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:
+    """`python -m evaluator ARGS` run in this process through the CLI's own entry point, as the
+    subprocess would run it: EVALUATOR_DB unset, the repository as working directory, stdout and
+    stderr captured (not terminals), the exit code what the process would exit with. What a command
+    sets process-wide (signal handlers, the store's waiting defaults) is put back afterwards; the
+    store itself is closed by then (evaluator.store closes the file when its last cursor is)."""
+    from evaluator import store
+    from evaluator.cli import main
+
+    command = _command(args, db)
+    out, err = io.BytesIO(), io.BytesIO()
+    stdout = io.TextIOWrapper(out, encoding="utf-8", errors="strict", write_through=True)
+    stderr = io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True)
+    waiting = (store._WAITING.timeout_s, store._WAITING.on_wait, store._WAITING.label)
+    handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGTERM, signal.SIGPIPE)}
+    saved_env = os.environ.get("EVALUATOR_DB")
+    cwd = os.getcwd()
+    os.environ.pop("EVALUATOR_DB", None)
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                returncode = main(command[3:])
+            except SystemExit as exc:  # argparse, SIGTERM's handler: what the process would exit with
+                if exc.code is None or isinstance(exc.code, int):
+                    returncode = exc.code or 0
+                else:
+                    print(exc.code, file=sys.stderr)
+                    returncode = 1
+            except Exception:  # the interpreter prints the traceback and exits 1
+                traceback.print_exc()
+                returncode = 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+    finally:
+        os.chdir(cwd)
+        if saved_env is not None:
+            os.environ["EVALUATOR_DB"] = saved_env
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        store.set_waiting(timeout_s=waiting[0], on_wait=waiting[1], label=waiting[2])
+    result = subprocess.CompletedProcess(command, returncode, _text(out, "strict"), _text(err, "backslashreplace"))
+    return _checked(command, result, check)
 
 
 def ingested_store(tmp_path_factory: pytest.TempPathFactory, path: Path, *args: str) -> Path:
@@ -38,7 +113,14 @@ def ingested_store(tmp_path_factory: pytest.TempPathFactory, path: Path, *args: 
 
 @pytest.fixture
 def cli():
+    """cli(*args, db=None, check=False): the CLI in this process (see the module docstring)."""
     return run_cli
+
+
+@pytest.fixture
+def cli_process():
+    """cli_process(*args, db=None, check=False, **subprocess_run_kwargs): the CLI as a subprocess."""
+    return run_cli_process
 
 
 @pytest.fixture

@@ -1,8 +1,12 @@
 """Browser tests: `streamlit run app.py` on a free port against a temp store, driven by
 Playwright in real headless Chromium (Debian's package here; Playwright's own elsewhere).
 
-Like Streamlit's own e2e_playwright/conftest.py: start the server, poll /_stcore/health,
-then use `expect` — never fixed sleeps.
+Like Streamlit's own e2e_playwright/conftest.py: start the server once per module
+(`module_server`, on the module's own copy of the sample store, `module_store`), poll
+/_stcore/health, then use `expect` — never fixed sleeps. A test that needs a fresh server (a
+server's first request, its own environment) or a store no other test writes to starts its own
+(`streamlit_server`, `serve`). A module sharing a server is one xdist group, so its tests run on
+one worker, one after another, against that server.
 """
 
 from __future__ import annotations
@@ -74,8 +78,24 @@ def serve(db: Path, log_path: Path, **env: str) -> Iterator[str]:
 
 @pytest.fixture
 def streamlit_server(sample_store: Path, tmp_path: Path) -> Iterator[str]:
-    """Base URL of a dashboard serving a private copy of the sample store."""
+    """Base URL of a fresh dashboard serving the test's private copy of the sample store."""
     with serve(sample_store, tmp_path / "streamlit.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_store(sample_store_template: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The module's own copy of the sample store (what its tests add, before `module_server`
+    starts, goes into a fixture of the module that depends on this one)."""
+    path = tmp_path_factory.mktemp("module_store") / "samples.duckdb"
+    shutil.copy(sample_store_template, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def module_server(module_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of one dashboard for the whole module, serving `module_store`."""
+    with serve(module_store, tmp_path_factory.mktemp("module_server") / "streamlit.log") as url:
         yield url
 
 

@@ -19,6 +19,8 @@ import duckdb
 import pytest
 from playwright.sync_api import Page, expect
 
+from tests.conftest import run_cli
+
 LINK = '<a href="https://evil.example">clickme</a>'
 IMG = "<img src=x onerror=alert(1)>"
 BIG = '<span style="font-size:90px">BIG</span>'
@@ -45,21 +47,27 @@ def rows(answer_word: str, verdict: str) -> Iterator[dict]:
             }
 
 
-@pytest.fixture
-def markup_store(sample_store: Path, cli, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
-    """The sample store plus the hostile runs RUN and RUN_B (same questions, other answers and verdicts)."""
+pytestmark = pytest.mark.xdist_group("e2e_markup_sweep")  # one store and one server for the module
+
+
+@pytest.fixture(scope="module")
+def markup_store(module_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The sample store plus the hostile runs RUN and RUN_B (same questions, other answers and verdicts).
+    The tests only read it."""
+    folder = tmp_path_factory.mktemp("markup_runs")
     for name, word, verdict in ((RUN, "$29", "PASS"), (RUN_B, "$39", "FAIL")):
-        path = tmp_path / f"{len(name)}-{word[1:]}.jsonl"
+        path = folder / f"{len(name)}-{word[1:]}.jsonl"
         path.write_text("\n".join(json.dumps(row) for row in rows(word, verdict)) + "\n")
-        cli("ingest", str(path), "--name", name, "--profile", "clearpath", db=sample_store, check=True)
-    cli("recompute", "--run", RUN, "--ruleset", "t3_aware", db=sample_store, check=True)
-    cli("metrics", "--run", RUN, db=sample_store, check=True)
-    return sample_store
+        run_cli("ingest", str(path), "--name", name, "--profile", "clearpath", db=module_store, check=True)
+    run_cli("recompute", "--run", RUN, "--ruleset", "t3_aware", db=module_store, check=True)
+    run_cli("metrics", "--run", RUN, db=module_store, check=True)
+    return module_store
 
 
-@pytest.fixture
-def markup_server(markup_store: Path, streamlit_server: str) -> str:
-    return streamlit_server
+@pytest.fixture(scope="module")
+def markup_server(markup_store: Path, module_server: str) -> str:
+    """The module's server, started once the runs are in its store."""
+    return module_server
 
 
 def a_response(db: Path) -> int:

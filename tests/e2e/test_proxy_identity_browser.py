@@ -15,9 +15,14 @@ from tests.e2e.conftest import serve
 HEADER = "X-Forwarded-Email"
 
 
-@pytest.fixture
-def proxied_server(sample_store: Path, tmp_path: Path) -> Iterator[str]:
-    with serve(sample_store, tmp_path / "streamlit.log", EVALUATOR_IDENTITY_HEADER=HEADER) as url:
+pytestmark = pytest.mark.xdist_group("e2e_proxy_identity")  # one server for the module
+
+
+@pytest.fixture(scope="module")
+def proxied_server(module_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One server behind the "proxy" for the module; its tests save nothing."""
+    with serve(module_store, tmp_path_factory.mktemp("proxied") / "streamlit.log",
+               EVALUATOR_IDENTITY_HEADER=HEADER) as url:
         yield url
 
 
@@ -27,18 +32,18 @@ def _response_id(db: Path) -> int:
                                "WHERE runs.name = 'clearpath'").fetchall()[0][0])
 
 
-def test_the_proxys_user_reviews_without_typing_a_name(proxied_server, browser, sample_store):
+def test_the_proxys_user_reviews_without_typing_a_name(proxied_server, browser, module_store):
     context = browser.new_context(extra_http_headers={HEADER: "dana@example.com"})
     try:
         page = context.new_page()
-        page.goto(f"{proxied_server}/review?response={_response_id(sample_store)}")
+        page.goto(f"{proxied_server}/review?response={_response_id(module_store)}")
         expect(page.get_by_text("Reviewing as dana@example.com")).to_be_visible(timeout=30_000)
         expect(page.get_by_label("Your name", exact=True)).to_have_count(0)
     finally:
         context.close()
 
 
-def test_without_the_proxys_header_the_page_is_read_only(proxied_server, page, sample_store):
-    page.goto(f"{proxied_server}/review?response={_response_id(sample_store)}")
+def test_without_the_proxys_header_the_page_is_read_only(proxied_server, page, module_store):
+    page.goto(f"{proxied_server}/review?response={_response_id(module_store)}")
     expect(page.get_by_text("this request has none: the page is read-only")).to_be_visible(timeout=30_000)
     expect(page.get_by_role("button", name="Save override")).to_be_disabled()

@@ -10,18 +10,30 @@ import duckdb
 import pytest
 from playwright.sync_api import expect
 
+from tests.conftest import run_cli
+
 HOSTILE_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "hostile_run.jsonl"
 
 
-@pytest.fixture
-def with_hostile_run(sample_store: Path, cli) -> Path:  # type: ignore[no-untyped-def]
-    """Adds run `hostile` (scripts and <img onerror> in every text field) before the server starts."""
-    cli("ingest", str(HOSTILE_RUN), "--name", "hostile", "--profile", "clearpath", db=sample_store, check=True)
-    cli("recompute", "--run", "hostile", "--ruleset", "t3_aware", db=sample_store, check=True)
-    return sample_store
+pytestmark = pytest.mark.xdist_group("e2e_review")  # one store and one server for the module
 
 
-def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run, streamlit_server, page):
+@pytest.fixture(scope="module")
+def with_hostile_run(module_store: Path) -> Path:
+    """Adds run `hostile` (scripts and <img onerror> in every text field) before the server starts.
+    The tests only read the store."""
+    run_cli("ingest", str(HOSTILE_RUN), "--name", "hostile", "--profile", "clearpath", db=module_store, check=True)
+    run_cli("recompute", "--run", "hostile", "--ruleset", "t3_aware", db=module_store, check=True)
+    return module_store
+
+
+@pytest.fixture(scope="module")
+def server(with_hostile_run: Path, module_server: str) -> str:
+    """The module's server, started once the run is in its store."""
+    return module_server
+
+
+def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run, server, page):
     with duckdb.connect(str(with_hostile_run), read_only=True) as con:
         [(spans,)] = con.execute(
             """SELECT f.spans FROM flags f JOIN responses r USING (response_id) JOIN runs USING (run_id)
@@ -32,14 +44,14 @@ def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run
     dialogs: list[str] = []
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
 
-    page.goto(f"{streamlit_server}/triage?run=clearpath&flag=potential_hallucination")
+    page.goto(f"{server}/triage?run=clearpath&flag=potential_hallucination")
     mark = page.locator('mark[data-kinds~="unverified_price"]', has_text=price).first
     expect(mark).to_be_visible(timeout=30_000)
     expect(mark).to_have_attribute("title", "Unverified price")
     expect(page.get_by_text("Some details in this response could not be verified against our documentation.")
            .first).to_be_visible()
 
-    page.goto(f"{streamlit_server}/triage?run=hostile")
+    page.goto(f"{server}/triage?run=hostile")
     answer = page.locator("div.answer").first
     expect(answer).to_contain_text("<script>window.__pwned='answer'; alert('answer')</script>", timeout=30_000)
     expect(answer).to_contain_text("[click me](javascript:alert(1)) **bold** $x^2$")
@@ -54,8 +66,8 @@ def test_triage_highlights_spans_and_never_runs_injected_script(with_hostile_run
     assert dialogs == []
 
 
-def test_triage_reasons_read_clean_and_the_agreement_tab_runs_when_opened(sample_store, streamlit_server, page):
-    page.goto(f"{streamlit_server}/triage?run=ramayana")
+def test_triage_reasons_read_clean_and_the_agreement_tab_runs_when_opened(server, page):
+    page.goto(f"{server}/triage?run=ramayana")
     expect(page.locator("div.answer").first).to_be_visible(timeout=30_000)
     expect(page.get_by_text("routing_check").first).to_be_visible()
     expect(page.get_by_text("<wbr>")).to_have_count(0)  # no markup shown as text in the check reasons

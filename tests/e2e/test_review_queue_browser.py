@@ -9,7 +9,11 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 import duckdb
+import pytest
 from playwright.sync_api import expect
+
+# One store and one server for the module: only the first test writes (its three overrides).
+pytestmark = pytest.mark.xdist_group("e2e_review_queue")
 
 FILTERS = {"run": "clearpath", "provider": "openai", "verdict": "PASS"}
 REASONS = ["just a refusal, fine for a jargon question", "wrong: the price is not in the context",
@@ -52,9 +56,9 @@ def start_reviewing(page, name: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_three_responses_reviewed_with_the_keyboard_then_back_to_the_same_triage_page(
-        sample_store, streamlit_server, page):
-    ids = queue_ids(sample_store)
-    triage = f"{streamlit_server}/triage?" + "&".join(f"{k}={v}" for k, v in FILTERS.items())
+        module_store, module_server, page):
+    ids = queue_ids(module_store)
+    triage = f"{module_server}/triage?" + "&".join(f"{k}={v}" for k, v in FILTERS.items())
     page.goto(triage)
     review_these = page.get_by_role("link", name="Review these")
     expect(review_these).to_be_visible(timeout=30_000)
@@ -80,8 +84,8 @@ def test_three_responses_reviewed_with_the_keyboard_then_back_to_the_same_triage
         expect(page.get_by_text("Override saved: overall → FAIL.")).to_be_visible(timeout=30_000)
         page.keyboard.press("j")  # next response
         keys += 4
-    assert [row[0] for row in overrides(sample_store)] == ids[:3]
-    assert overrides(sample_store) == [(rid, "overall", "FAIL", reason, "Priya")
+    assert [row[0] for row in overrides(module_store)] == ids[:3]
+    assert overrides(module_store) == [(rid, "overall", "FAIL", reason, "Priya")
                                        for rid, reason in zip(ids[:3], REASONS, strict=True)]
     assert keys == 12  # f, Alt+R, Ctrl+Enter, j per response, plus the reason's text
 
@@ -93,8 +97,8 @@ def test_three_responses_reviewed_with_the_keyboard_then_back_to_the_same_triage
     assert back.get("page") == "1"
 
 
-def test_the_reviewers_name_is_remembered_in_a_new_tab(sample_store, streamlit_server, page):
-    review = f"{streamlit_server}/review?response={queue_ids(sample_store)[0]}"
+def test_the_reviewers_name_is_remembered_in_a_new_tab(module_store, module_server, page):
+    review = f"{module_server}/review?response={queue_ids(module_store)[0]}"
     page.goto(review)
     start_reviewing(page, "Zoë <b>O'Brien</b>")
     expect(page.get_by_text("Reviewing as Zoë <b>O'Brien</b>")).to_be_visible()

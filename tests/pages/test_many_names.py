@@ -29,6 +29,9 @@ from streamlit.testing.v1 import AppTest
 
 from dashboard.names import NAME_WIDTH, TOP_N
 
+# Under pytest-xdist the module's tests run on one worker: the module's store takes a minute to build.
+pytestmark = pytest.mark.xdist_group("many_names")
+
 ROOT = Path(__file__).resolve().parents[2]
 OVERVIEW, BEFORE_AFTER, COMPARE = "pages/overview.py", "pages/before_after.py", "pages/compare.py"
 METRICS, TRIAGE, REVIEW = "pages/metrics.py", "pages/triage.py", "pages/review.py"

@@ -650,8 +650,8 @@ def test_the_page_and_the_drainer_finishing_the_same_save_at_once_both_succeed(s
 
 
 def test_reviewers_save_while_the_cli_ingests_and_recomputes_a_100k_run(
-        sample_store: Path, big_run: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    figures = run_scenario("100k", sample_store, tmp_path, monkeypatch, cli_big, (cli, sample_store, big_run),
+        sample_store: Path, big_run: Path, cli_process, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    figures = run_scenario("100k", sample_store, tmp_path, monkeypatch, cli_big, (cli_process, sample_store, big_run),
                            think=(0.3, 3.0), reserve=3)
     assert_clean(figures)
     assert [c["command"].split()[0] for c in figures["cli_commands"]] == ["ingest", "recompute"]
@@ -659,10 +659,10 @@ def test_reviewers_save_while_the_cli_ingests_and_recomputes_a_100k_run(
 
 
 def test_reviewers_save_while_the_cli_ingests_and_recomputes_small_runs_in_a_loop(
-        sample_store: Path, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        sample_store: Path, cli_process, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "small_runs"
     folder.mkdir()
     figures = run_scenario("small_loop", sample_store, tmp_path, monkeypatch, cli_small_loop,
-                           (cli, sample_store, folder), think=(0.05, 0.6), reserve=0)
+                           (cli_process, sample_store, folder), think=(0.05, 0.6), reserve=0)
     assert_clean(figures)
     assert len(figures["cli_commands"]) >= 6

@@ -571,10 +571,17 @@ def reach(watched: Watched, command: str, point: str, ref: Reference, window_s: 
     return watched.wait_until(lambda: window()[1] is not None)  # type: ignore[index]
 
 
+def same_command(command: str) -> pytest.MarkDecorator:
+    """Under pytest-xdist, the tests of one command run on one worker: they share its undisturbed
+    run (World.reference), which each worker would otherwise make again."""
+    return pytest.mark.xdist_group(f"crash_safety_{command}")
+
+
 KILLS = [(command, point) for command, points in KILL_POINTS.items() for point in points]
 
 
-@pytest.mark.parametrize(("command", "point"), KILLS, ids=[f"{c}-{p}" for c, p in KILLS])
+@pytest.mark.parametrize(("command", "point"), [pytest.param(c, p, id=f"{c}-{p}", marks=same_command(c))
+                                                for c, p in KILLS])
 def test_kill_9_leaves_a_whole_store_that_takes_the_command_again(world: World, tmp_path: Path, command: str,
                                                                   point: str) -> None:
     ref = world.reference(command)
@@ -645,6 +652,7 @@ def wide_store(world: World) -> tuple[Path, Fingerprint]:
     return db, check_store(db)
 
 
+@same_command("recompute")
 def test_sigterm_during_recompute_ends_the_workers_and_removes_the_staging(wide_store: tuple[Path, Fingerprint],
                                                                             tmp_path: Path) -> None:
     template, before = wide_store
@@ -674,7 +682,7 @@ def test_sigterm_during_recompute_ends_the_workers_and_removes_the_staging(wide_
     assert check_store(db) == before
 
 
-@pytest.mark.parametrize("command", ["ingest", "search-index"])
+@pytest.mark.parametrize("command", [pytest.param(c, marks=same_command(c)) for c in ("ingest", "search-index")])
 def test_sigterm_inside_the_write_window_rolls_back_or_finishes(world: World, tmp_path: Path, command: str) -> None:
     """SIGTERM while the command writes: its transaction rolls back (or, had it committed, the
     work is whole), it lets go of the store and leaves, quietly, within seconds."""
@@ -706,6 +714,7 @@ def test_sigterm_inside_the_write_window_rolls_back_or_finishes(world: World, tm
     assert_no_leftovers(str(tmp_path), watched.seen)
 
 
+@same_command("search-index")  # it compares with search-index's undisturbed run
 def test_staging_of_a_killed_command_is_removed_by_the_next_command(world: World, tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
     world.prepare("recompute", db)

@@ -47,7 +47,7 @@ def _start(script: str, db: Path, ready: str) -> subprocess.Popen:
     return process
 
 
-def test_the_cli_waits_for_its_turn_and_says_so(sample_store: Path, cli, hold_store) -> None:  # type: ignore[no-untyped-def]
+def test_the_cli_waits_for_its_turn_and_says_so(sample_store: Path, hold_store) -> None:  # type: ignore[no-untyped-def]
     holder = hold_store(sample_store)
     waiting = subprocess.Popen([sys.executable, "-m", "evaluator", "runs", "--db", str(sample_store)], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -60,17 +60,18 @@ def test_the_cli_waits_for_its_turn_and_says_so(sample_store: Path, cli, hold_st
     assert waiting.returncode == 0 and "clearpath" in out
 
 
-def test_the_cli_gives_up_after_wait_seconds_naming_the_holder(sample_store: Path, cli, hold_store) -> None:  # type: ignore[no-untyped-def]
+def test_the_cli_gives_up_after_wait_seconds_naming_the_holder(sample_store: Path, cli_process, hold_store) -> None:  # type: ignore[no-untyped-def]
     hold_store(sample_store)
-    result = cli("runs", "--wait", "0.5", db=sample_store)
+    result = cli_process("runs", "--wait", "0.5", db=sample_store)
     assert result.returncode == 1
     assert "the store is busy (evaluator recompute, pid" in result.stderr and "--wait" in result.stderr
 
 
-def test_a_busy_dashboard_does_not_starve_the_cli(sample_store: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_a_busy_dashboard_does_not_starve_the_cli(sample_store: Path, cli_process) -> None:  # type: ignore[no-untyped-def]
     busy = _start(BUSY, sample_store, "busy")
     try:
-        result = cli("recompute", "--run", "clearpath", "--ruleset", "t3_aware", "--wait", "60", db=sample_store)
+        result = cli_process("recompute", "--run", "clearpath", "--ruleset", "t3_aware", "--wait", "60",
+                             db=sample_store)
     finally:
         out, _ = busy.communicate("", timeout=60)
     assert result.returncode == 0, result.stderr
