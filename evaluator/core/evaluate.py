@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from evaluator.core import checks as _checks  # noqa: F401 - registers the checks
-from evaluator.core import flags as _flags  # noqa: F401 - registers the flags
 from evaluator.core.checks import Context, result
 from evaluator.core.registry import NO_RETRIEVAL_REASON, REGISTRY, get_check, get_flag
 from evaluator.core.types import (

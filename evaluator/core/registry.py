@@ -184,34 +184,24 @@ def metric_entry(name: str) -> Entry:
     return REGISTRY.entry("metric", name)
 
 
-def _load_definitions() -> None:
-    """Import the modules that register the built-in checks and flags (late: they import this one)."""
-    import evaluator.core.flags  # noqa: F401 - imports evaluator.core.checks too
-
-
 def check_names() -> tuple[str, ...]:
-    _load_definitions()
     return REGISTRY.names("check")
 
 
 def flag_names() -> tuple[str, ...]:
-    _load_definitions()
     return REGISTRY.names("flag")
 
 
 def check_entries() -> tuple[Entry, ...]:
-    _load_definitions()
     return REGISTRY.entries("check")
 
 
 def flag_entries() -> tuple[Entry, ...]:
-    _load_definitions()
     return REGISTRY.entries("flag")
 
 
 def flag_options(name: str) -> frozenset[str]:
     """The extra keys flag ``name``'s rules table may hold (what rules.py validates)."""
-    _load_definitions()
     return frozenset(REGISTRY.entry("flag", name).options)
 
 
@@ -229,7 +219,6 @@ class RegisteredName:
     def __getattr__(self, name: str) -> str:
         if name.startswith("_"):
             raise AttributeError(name)
-        _load_definitions()
         try:
             return REGISTRY.entry(self._kind, name).name
         except KeyError as exc:

@@ -28,9 +28,9 @@ class RegisteredNames(Sequence[str]):
         self._kind = kind
 
     def _names(self) -> tuple[str, ...]:
-        from evaluator.core import registry  # late: registry loads evaluator.core.checks, which imports this module
+        from evaluator.core.registry import check_names, flag_names  # late: names asked, not imported
 
-        return registry.check_names() if self._kind == "check" else registry.flag_names()
+        return check_names() if self._kind == "check" else flag_names()
 
     @overload
     def __getitem__(self, index: int) -> str: ...

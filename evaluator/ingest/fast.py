@@ -16,12 +16,11 @@ import hashlib
 import itertools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import orjson
 
-if TYPE_CHECKING:
-    from evaluator.ingest.loader import Columns
+from evaluator.ingest.columns import Columns
 
 # The template spellings taken as they are; anything else (" t1", 3, "T4") goes the full way.
 PLAIN_TEMPLATES = {"T1": "T1", "T2": "T2", "T3": "T3", "": None}
@@ -211,12 +210,6 @@ def _buffer_retrieved(row: int, items: Retrieved, cols: Columns, chunk_keys: dic
     retrieved["rank"].extend(range(1, n + 1))
     retrieved["chunk_key"].extend(items.keys)
     retrieved["score"].extend(items.scores)
-
-
-def answer_hash(answer: str) -> str:
-    """responses.answer_hash: hex sha256 of the answer's UTF-8, as DuckDB's sha256(answer) gives it
-    (computed while reading, in the readers' processes, rather than in the store's write)."""
-    return hashlib.sha256(answer.encode()).hexdigest()
 
 
 def _dumps(value: Any) -> str:

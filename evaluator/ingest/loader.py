@@ -17,10 +17,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from evaluator.core.types import CHECK_NAMES
-from evaluator.ingest.fast import OPTIONAL_STRINGS, Known, add_plain_record, answer_hash
-from evaluator.ingest.formats import Label, PeerRun, read_peer
+from evaluator.ingest.columns import (
+    ANNOTATION_SCHEMA,
+    BATCH_ROWS,
+    CHUNK_SCHEMA,
+    LABEL_SCHEMA,
+    Columns,
+)
+from evaluator.ingest.fast import OPTIONAL_STRINGS, Known, add_plain_record
+from evaluator.ingest.formats import PeerRun
 from evaluator.ingest.formats.column_map import apply_map, parse_map
 from evaluator.ingest.formats.detect import csv_header, file_format, json_format
+from evaluator.ingest.formats.dispatch import read_peer
 from evaluator.ingest.formats.grades import RECORDED_OVERALL, is_grade_name
 from evaluator.ingest.formats.inspect_log import is_eval_zip, looks_zipped, read_eval_zip
 from evaluator.ingest.formats.peer import context_id
@@ -41,7 +49,7 @@ from evaluator.pipeline import search_index
 from evaluator.rules.load import load_rules
 from evaluator.store.db import atomic, connect, drop_quietly, fetch_one, fetch_value, memory_limited, next_id
 from evaluator.store.results import write_evaluation_counts, write_response_results
-from evaluator.store.spill import POOL, SpilledBatches, spill_folder
+from evaluator.store.spill import spill_folder
 from evaluator.store.staging import OwnedFolder, Stage, attached_in_transaction, copy_back, staging_area
 
 TEMPLATES = ("T1", "T2", "T3")
@@ -63,111 +71,12 @@ RECORDED_REASON = "recorded by the source evaluator"
 
 
 
-RESPONSE_SCHEMA = pa.schema([
-    ("row", pa.int64()), ("question_id", pa.string()), ("provider", pa.string()), ("model", pa.string()),
-    ("answer", pa.string()), ("answer_hash", pa.string()), ("template", pa.string()), ("classification", pa.string()),
-    ("answerable", pa.bool_()), ("comment", pa.string()), ("outcome", pa.string()), ("metadata", pa.string()),
-    ("source_line", pa.int64()), ("retrieval_given", pa.bool_())])
-RETRIEVED_SCHEMA = pa.schema(
-    [("row", pa.int64()), ("rank", pa.int32()), ("chunk_key", pa.string()), ("score", pa.float64())])
-CHUNK_SCHEMA = pa.schema([("chunk_key", pa.string()), ("chunk_id", pa.string()), ("text", pa.string())])
-RECORDED_SCHEMA = pa.schema([("row", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string())])
-ANNOTATION_SCHEMA = pa.schema([
-    ("row", pa.int64()), ("annotator", pa.string()), ("label", pa.string()), ("value", pa.string()),
-    ("value_num", pa.float64()), ("reason", pa.string()), ("created_us", pa.int64())])
-LABEL_SCHEMA = pa.schema([("label", pa.string()), ("scale", pa.string()), ("scale_values", pa.string()),
-                          ("description", pa.string())])
-BATCH_ROWS = 50_000  # responses buffered as Python lists before they go to an Arrow batch in a file
 # DuckDB's memory, each of the store and the staging file, while a run is stored: beyond it, DuckDB
 # drops cached blocks it has written (measured at 1M responses on 2 threads: the ingest process
 # peaked at 3.3 GB without a limit, 1.77 GB with 500 MB; issue 16 asks for 2 GB). Each DuckDB thread
 # needs its own share (a review measured 1M responses failing at 500 MB from 32 threads on), so
 # the limit grows with the threads.
 DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD = 500, 64
-
-
-@dataclass
-class Columns:
-    """Column-wise buffers. Responses, retrieved items and recorded verdicts go to Arrow batches
-    in files in `folder` every BATCH_ROWS responses, so a large run is not held in memory;
-    questions stay as lists because a later line may fill in a question's missing fields."""
-
-    folder: str
-    responses: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in RESPONSE_SCHEMA.names})
-    questions: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in (
-        "question_id", "question", "expected_template", "expected_routing", "gold_answers", "expected_ids")})
-    retrieved: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in RETRIEVED_SCHEMA.names})
-    chunks: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in CHUNK_SCHEMA.names})
-    recorded: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ("row", "check_name", "verdict")})
-    annotations: dict[str, list[Any]] = field(default_factory=lambda: {name: [] for name in ANNOTATION_SCHEMA.names})
-    labels: list[Label] = field(default_factory=list)
-    n_responses: int = 0
-    any_template: bool = False
-    # Some record holds `retrieved` (an empty list included). A file of ours that records retrieval
-    # for no response stores its responses as retrieval_recorded = false: unknown, not "nothing
-    # retrieved"; in a peer's file (per_record_retrieval), each response whose record holds none.
-    records_retrieval: bool = False
-    per_record_retrieval: bool = False
-    response_batches: SpilledBatches = field(init=False)
-    retrieved_batches: SpilledBatches = field(init=False)
-    recorded_batches: SpilledBatches = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.response_batches = SpilledBatches(RESPONSE_SCHEMA, self.folder)
-        self.retrieved_batches = SpilledBatches(RETRIEVED_SCHEMA, self.folder)
-        self.recorded_batches = SpilledBatches(RECORDED_SCHEMA, self.folder)
-
-    def flush(self) -> None:
-        """Move the buffered responses, retrieved items and recorded verdicts into Arrow batches
-        in files (evaluator.store.spill)."""
-        for buffer, batches in ((self.responses, self.response_batches), (self.retrieved, self.retrieved_batches),
-                                (self.recorded, self.recorded_batches)):
-            if buffer[batches.schema.names[0]]:
-                batches.append(pa.RecordBatch.from_pydict(buffer, schema=batches.schema))
-                for values in buffer.values():
-                    values.clear()
-
-    def close(self) -> None:
-        """Flush, and finish the files (before another process reads them)."""
-        self.flush()
-        for batches in (self.response_batches, self.retrieved_batches, self.recorded_batches):
-            batches.close()
-
-    def add_response(self, row: int, line_no: int, question_id: str, provider: str, answer: str,
-                     template: str | None, answerable: bool | None, metadata: str | None,
-                     optional: dict[str, str | None], retrieval_given: bool) -> None:
-        """One response into the buffers (``optional``: the OPTIONAL_STRINGS by name;
-        ``retrieval_given``: its record holds `retrieved`)."""
-        responses = self.responses
-        self.n_responses += 1
-        self.any_template = self.any_template or template is not None
-        responses["row"].append(row)
-        responses["question_id"].append(question_id)
-        responses["provider"].append(provider)
-        responses["model"].append(optional["model"])
-        responses["answer"].append(answer)
-        responses["answer_hash"].append(answer_hash(answer))
-        responses["template"].append(template)
-        responses["classification"].append(optional["classification"])
-        responses["answerable"].append(answerable)
-        responses["comment"].append(optional["comment"])
-        responses["outcome"].append(optional["outcome"])
-        responses["metadata"].append(metadata)
-        responses["source_line"].append(line_no)
-        responses["retrieval_given"].append(retrieval_given)
-
-    def recorded_table(self) -> pa.Table:
-        """Every recorded verdict: (row, check_name, verdict), the names and verdicts dictionary-
-        encoded (six a response: at a million responses, 100 MB rather than 200)."""
-        self.flush()
-        encoded = [pa.RecordBatch.from_arrays([b["row"], pc.dictionary_encode(b["check_name"], memory_pool=POOL),
-                                               pc.dictionary_encode(b["verdict"], memory_pool=POOL)],
-                                              names=RECORDED_SCHEMA.names)
-                   for b in self.recorded_batches]
-        if not encoded:
-            return pa.table({"row": pa.array([], pa.int64()), "check_name": pa.array([], pa.string()),
-                             "verdict": pa.array([], pa.string())})
-        return pa.Table.from_batches(encoded)
 
 
 @dataclass(frozen=True)
@@ -356,7 +265,8 @@ def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...
     # take (then the messages come from here), is read in this process.
     parallel = None
     if fast and fmt == "jsonl" and mapping is None:
-        parallel = read_plain_jsonl(path, folder.name, new_bar=lambda: _progress_bar(progress, path))
+        parallel = read_plain_jsonl(path, folder.name, known_to_ingest(),
+                                    new_bar=lambda: _progress_bar(progress, path))
     if parallel is not None:
         columns, content_hash = parallel
     else:

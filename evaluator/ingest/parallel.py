@@ -31,7 +31,8 @@ import orjson
 import pyarrow as pa
 
 from evaluator.core.workers import die_with_parent, stop_workers, worker_pool
-from evaluator.ingest.fast import add_plain_record
+from evaluator.ingest.columns import BATCH_ROWS, Columns
+from evaluator.ingest.fast import Known, add_plain_record
 from evaluator.ingest.readers import BLOCK_SIZE, BOM, InputError, duplicate_key
 from evaluator.store.spill import SpilledBatches, moved
 
@@ -70,12 +71,12 @@ class Joined:
     questions: dict[str, int] = field(default_factory=dict)  # question id -> its index in columns.questions
 
 
-def read_plain_jsonl(path: Path, folder: str, *, workers: int | None = None,
+def read_plain_jsonl(path: Path, folder: str, known: Known, *, workers: int | None = None,
                      new_bar: Callable[[], Any] | None = None) -> tuple[Any, str] | None:
     """(ingest.Columns, sha256 of the file) of a plain JSONL file of PARALLEL_FROM_BYTES or more
     read by worker processes, or None: the file is smaller, or not plain (see the module).
-    `folder`: where the columns' batches are kept; `new_bar`: makes the progress bar (tqdm, or
-    None) told the responses read, a piece at a time."""
+    `folder`: where the columns' batches are kept; `known`: what the quick pass checks records
+    against; `new_bar`: makes the progress bar (tqdm, or None) told the responses read, a piece at a time."""
     try:
         size = path.stat().st_size
     except OSError:  # the ordinary reader names the problem
@@ -85,7 +86,7 @@ def read_plain_jsonl(path: Path, folder: str, *, workers: int | None = None,
         return None
     bar = new_bar() if new_bar is not None else None
     try:
-        return read_pieces(path, workers, folder=folder, bar=bar)
+        return read_pieces(path, workers, known, folder=folder, bar=bar)
     except (OSError, BrokenProcessPool):  # a worker could not read or was killed: read it here
         return None
     finally:
@@ -93,11 +94,9 @@ def read_plain_jsonl(path: Path, folder: str, *, workers: int | None = None,
             bar.close()
 
 
-def read_pieces(path: Path, workers: int, pieces: int | None = None, *, folder: str | os.PathLike[str],
-                bar: Any = None) -> tuple[Any, str] | None:
+def read_pieces(path: Path, workers: int, known: Known, pieces: int | None = None, *,
+                folder: str | os.PathLike[str], bar: Any = None) -> tuple[Any, str] | None:
     """read_plain_jsonl for any file size, in `pieces` pieces (default: PIECES_PER_WORKER a worker)."""
-    from evaluator.ingest.loader import Columns
-
     bounds = _piece_bounds(path, pieces or workers * PIECES_PER_WORKER)
     # The pieces' files go in a folder of their own, removed when the file is read the ordinary way.
     own = tempfile.mkdtemp(prefix="pieces-", dir=folder)
@@ -106,7 +105,7 @@ def read_pieces(path: Path, workers: int, pieces: int | None = None, *, folder: 
     read = None
     try:
         with worker_pool(workers, _init_worker, (os.getpid(),)) as pool:
-            futures = [pool.submit(read_piece, str(path), start, end, own) for start, end in bounds]
+            futures = [pool.submit(read_piece, str(path), start, end, own, known) for start, end in bounds]
             digest = _file_digest(path)  # while the workers read
             for future in futures:
                 piece = future.result()
@@ -173,16 +172,13 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def read_piece(path: str, start: int, end: int, folder: str) -> Piece | None:
+def read_piece(path: str, start: int, end: int, folder: str, known: Known) -> Piece | None:
     """The records of bytes [start, end) of a JSONL file through the quick pass, their batches in
     files in `folder`, or None at the first record it does not take (worker side)."""
-    from evaluator.ingest.loader import BATCH_ROWS, Columns, known_to_ingest
-
     cols = Columns(folder)
     seen: dict[tuple[str, str], int] = {}
     questions_seen: dict[str, int] = {}
     chunk_keys: dict[tuple[str, str], str] = {}
-    known = known_to_ingest()
     row = line_no = 0
     for line_no, line in _piece_lines(path, start, end):
         if line_no == 1 and start == 0 and line.startswith(BOM):

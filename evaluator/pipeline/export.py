@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from evaluator.core.errors import UsageError
 from evaluator.core.types import CHECK_NAMES
-from evaluator.pipeline.recompute import load_response
+from evaluator.pipeline.responses import load_response
 from evaluator.rules.load import rules_from_text
 from evaluator.store.db import fetch_one
 

@@ -8,25 +8,34 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import orjson
 import pyarrow as pa
 
 from evaluator.core.errors import UsageError
 from evaluator.core.evaluate import evaluate, evaluate_batch
-from evaluator.core.types import FLAG_NAMES, GoldClaim, ResponseEvaluation, ResponseInput, RetrievedItem, Span
+from evaluator.core.types import FLAG_NAMES, ResponseEvaluation
 from evaluator.core.workers import die_with_parent, worker_pool
+from evaluator.pipeline.responses import (
+    BATCH_ROWS,
+    RUN_QUESTIONS_SQL,
+    Batch,
+    Results,
+    batch_inputs,
+    flat_batches,
+    id_batches,
+    question_columns,
+    spans_json,
+)
 from evaluator.rules.load import Rules, load_rules, rules_from_text
 from evaluator.store.db import atomic, connect, drop_quietly, fetch_one, fetch_value, next_id
-from evaluator.store.results import write_evaluation_counts
+from evaluator.store.results import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA, write_evaluation_counts
 from evaluator.store.run_lookup import run_id_for
 from evaluator.store.staging import RunChangedError, Stage, attached, copy_back, snapshot_run, staging_area
 
-BATCH_ROWS = 20_000
 FLUSH_ROWS = 100_000  # evaluated responses held in memory before they are written
 STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's sequence gives the real one
 PARALLEL_FROM = 50_000  # below this, a process pool costs more than it saves
@@ -35,66 +44,6 @@ SPANS_UP_TO = 100_000  # store highlight spans for runs up to this size; bigger 
 # python: the reference (stores highlight spans); sql: evaluator.pipeline.sql (DuckDB decides, Python the
 # rest; no spans, several times less CPU); auto: python when spans are stored, else sql.
 ENGINES = ("auto", "python", "sql")
-
-# Every query takes named parameters ($run, $lo/$hi for a batch, $ids for a list of responses).
-RUN_ROWS_SQL = """
-SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
-       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
-       coalesce(r.retrieval_recorded, true) AS retrieval_recorded,
-       (SELECT list({'id': c.chunk_id, 'text': c.text, 'score': rt.score} ORDER BY rt.rank)
-          FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
-         WHERE rt.response_id = r.response_id) AS retrieved
-FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.run_id = $run
-ORDER BY r.response_id
-"""
-
-# Recompute reads a run in flat batches of response ids (no nested lists: DuckDB builds those
-# slowly and, for a whole run, in memory all at once); workers put the rows together.
-BATCH_BOUNDS_SQL = """
-SELECT response_id FROM (SELECT response_id, row_number() OVER (ORDER BY response_id) AS n
-                         FROM responses WHERE run_id = $run)
-WHERE (n - 1) % $batch_rows = 0 ORDER BY response_id
-"""
-# A run's questions go to each worker once; batches carry the responses' own columns only
-# (joining questions per batch hashed the whole question table 50 times for a 1M run).
-RUN_QUESTIONS_SQL = """
-SELECT question_id, question, expected_template, expected_routing, gold_answers, expected_ids
-FROM questions WHERE run_id = $run
-"""
-BATCH_ROWS_SQL = """
-SELECT r.response_id, r.question_id, r.provider, r.answer, r.template, r.classification, r.answerable,
-       coalesce(r.retrieval_recorded, true) AS retrieval_recorded
-FROM responses r
-WHERE r.run_id = $run AND r.response_id BETWEEN $lo AND $hi
-ORDER BY r.response_id
-"""
-BATCH_RETRIEVED_SQL = """
-SELECT response_id, chunk_key, score FROM retrieved
-WHERE response_id BETWEEN $lo AND $hi ORDER BY response_id, rank
-"""
-BATCH_CHUNKS_SQL = """
-SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
-WHERE rt.response_id BETWEEN $lo AND $hi
-"""
-# The same three reads for a list of responses (a page's, an export's), questions joined in.
-IDS_ROWS_SQL = """
-SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
-       q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
-       coalesce(r.retrieval_recorded, true) AS retrieval_recorded
-FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.response_id IN (SELECT unnest($ids::BIGINT[]))
-ORDER BY r.response_id
-"""
-IDS_RETRIEVED_SQL = """
-SELECT response_id, chunk_key, score FROM retrieved
-WHERE response_id IN (SELECT unnest($ids::BIGINT[])) ORDER BY response_id, rank
-"""
-IDS_CHUNKS_SQL = """
-SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
-WHERE rt.response_id IN (SELECT unnest($ids::BIGINT[]))
-"""
-
 
 @dataclass(frozen=True)
 class RecomputeResult:
@@ -107,58 +56,6 @@ class RecomputeResult:
     engine: str = "python"  # the engine that evaluated: python or sql
 
 
-def response_input(row: dict[str, Any]) -> ResponseInput:
-    """A stored response (as read by RUN_ROWS_SQL) as the pure evaluator's input."""
-    return _input(row, tuple(RetrievedItem(i["id"], i["text"], i["score"]) for i in row["retrieved"] or ()))
-
-
-def _gold(raw: str | None) -> tuple[GoldClaim, ...]:
-    return tuple(GoldClaim(tuple(c["aliases"]), c.get("supported")) for c in (orjson.loads(raw) if raw else ()))
-
-
-def _expected_ids(raw: str | None) -> tuple[str, ...]:
-    return tuple(orjson.loads(raw)) if raw else ()
-
-
-def _input(row: dict[str, Any], retrieved: tuple[RetrievedItem, ...]) -> ResponseInput:
-    return ResponseInput(
-        question_id=row["question_id"],
-        question=row["question"],
-        provider=row["provider"],
-        answer=row["answer"],
-        template=row["template"],
-        expected_template=row["expected_template"],
-        expected_routing=row["expected_routing"],
-        classification=row["classification"],
-        retrieved=retrieved,
-        gold_answers=_gold(row["gold_answers"]),
-        answerable=row["answerable"],
-        expected_ids=_expected_ids(row["expected_ids"]),
-        retrieval_recorded=row["retrieval_recorded"] is not False,
-    )
-
-
-def load_responses(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) -> dict[int, ResponseInput]:
-    """Several stored responses as evaluator inputs, in three flat queries (not one query each)."""
-    ids = [int(i) for i in response_ids]
-    if not ids:
-        return {}
-    params = {"ids": ids}
-    batch = (con.sql(IDS_ROWS_SQL, params=params).to_arrow_table(),
-             con.sql(IDS_RETRIEVED_SQL, params=params).to_arrow_table(),
-             con.sql(IDS_CHUNKS_SQL, params=params).to_arrow_table())
-    found, inputs = _batch_inputs(batch)
-    return dict(zip(found, inputs, strict=True))
-
-
-def load_response(con: duckdb.DuckDBPyConnection, response_id: int) -> ResponseInput | None:
-    return load_responses(con, [response_id]).get(int(response_id))
-
-
-def spans_json(spans: Sequence[Span]) -> str:
-    return orjson.dumps([{"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in spans]).decode()
-
-
 # --- worker side (top-level so the process pool can pickle it) ---------------------------
 
 _WORKER: dict[str, Any] = {}
@@ -168,7 +65,7 @@ def _worker_state(rules_text: str, rules_source: str, ruleset: str, profile: str
                   questions: pa.Table) -> dict[str, Any]:
     """What evaluating a batch needs, built once per worker (or per evaluation in this process)."""
     return {"rules": rules_from_text(rules_text, rules_source), "ruleset": ruleset, "profile": profile,
-            "with_spans": with_spans, "questions": _question_columns(questions)}
+            "with_spans": with_spans, "questions": question_columns(questions)}
 
 
 def _init_worker(rules_text: str, rules_source: str, ruleset: str, profile: str, with_spans: bool,
@@ -177,72 +74,11 @@ def _init_worker(rules_text: str, rules_source: str, ruleset: str, profile: str,
     _WORKER.update(_worker_state(rules_text, rules_source, ruleset, profile, with_spans, questions))
 
 
-def _question_columns(questions: pa.Table) -> dict[str, dict[str, Any]]:
-    """Question fields by column, then by question id."""
-    ids = questions.column("question_id").to_pylist()
-    return {name: dict(zip(ids, questions.column(name).to_pylist(), strict=True))
-            for name in questions.column_names if name != "question_id"}
-
-
-_Batch = tuple[pa.Table, pa.Table, pa.Table]  # rows, retrieved (response_id, chunk_key, score), chunks
-_Results = tuple[pa.Table, pa.Table, pa.Table]  # check_results, flags, overall (without evaluation_id)
-
-
-def _batch_inputs(batch: _Batch, questions: dict[str, dict[str, Any]] | None = None
-                  ) -> tuple[list[int], list[ResponseInput]]:
-    """Put a flat batch back together: each row with its retrieved items, in rank order, and
-    its question's fields (from the rows, or looked up in `questions`)."""
-    rows_t, retrieved_t, chunks_t = batch
-    chunks = dict(zip(chunks_t.column("chunk_key").to_pylist(),
-                      zip(chunks_t.column("chunk_id").to_pylist(), chunks_t.column("text").to_pylist(), strict=True),
-                      strict=True))
-    items: dict[int, list[RetrievedItem]] = {}
-    for response_id, chunk_key, score in zip(retrieved_t.column("response_id").to_pylist(),
-                                             retrieved_t.column("chunk_key").to_pylist(),
-                                             retrieved_t.column("score").to_pylist(), strict=True):
-        chunk = chunks.get(chunk_key)
-        if chunk is not None:  # as the inner join of RUN_ROWS_SQL
-            items.setdefault(response_id, []).append(RetrievedItem(chunk[0], chunk[1], score))
-    # Column-wise (no dict per row); the answers of one question share its parsed gold claims.
-    c = {name: rows_t.column(name).to_pylist() for name in rows_t.column_names}
-    if questions is not None:
-        for name, by_id in questions.items():
-            c[name] = [by_id[question_id] for question_id in c["question_id"]]
-    golds: dict[str | None, tuple[GoldClaim, ...]] = {}
-    expected: dict[str | None, tuple[str, ...]] = {}
-    recorded = c["retrieval_recorded"]  # NULL (stored before it was recorded) is recorded, as in the queries
-    inputs = []
-    for i, response_id in enumerate(c["response_id"]):
-        gold_raw, ids_raw = c["gold_answers"][i], c["expected_ids"][i]
-        gold = golds.get(gold_raw)
-        if gold is None:
-            gold = golds[gold_raw] = _gold(gold_raw)
-        expected_ids = expected.get(ids_raw)
-        if expected_ids is None:
-            expected_ids = expected[ids_raw] = _expected_ids(ids_raw)
-        inputs.append(ResponseInput(
-            question_id=c["question_id"][i],
-            question=c["question"][i],
-            provider=c["provider"][i],
-            answer=c["answer"][i],
-            template=c["template"][i],
-            expected_template=c["expected_template"][i],
-            expected_routing=c["expected_routing"][i],
-            classification=c["classification"][i],
-            retrieved=tuple(items.get(response_id, ())),
-            gold_answers=gold,
-            answerable=c["answerable"][i],
-            expected_ids=expected_ids,
-            retrieval_recorded=recorded[i] is not False,
-        ))
-    return c["response_id"], inputs
-
-
-def _evaluate_batch(batch: _Batch, state: dict[str, Any] | None = None) -> _Results:
+def _evaluate_batch(batch: Batch, state: dict[str, Any] | None = None) -> Results:
     """Worker: evaluate one flat batch; the results go back as Arrow tables (cheap to send).
     ``state``: _worker_state's (None: the worker's own, from _init_worker)."""
     state = _WORKER if state is None else state
-    ids, inputs = _batch_inputs(batch, state["questions"])
+    ids, inputs = batch_inputs(batch, state["questions"])
     rules: Rules = state["rules"]
     if state["with_spans"]:
         results = [
@@ -258,37 +94,6 @@ def _evaluate_batch(batch: _Batch, state: dict[str, Any] | None = None) -> _Resu
 
 
 # --- store side ------------------------------------------------------------------------------
-
-
-def _id_batches(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int], rows: int) -> Iterator[_Batch]:
-    """These responses in batches of ``rows``, each as three flat Arrow tables."""
-    ids = sorted(int(i) for i in response_ids)
-    for lo in range(0, len(ids), rows):
-        params = {"ids": ids[lo : lo + rows]}
-        yield (con.sql(IDS_ROWS_SQL, params=params).to_arrow_table(),
-               con.sql(IDS_RETRIEVED_SQL, params=params).to_arrow_table(),
-               con.sql(IDS_CHUNKS_SQL, params=params).to_arrow_table())
-
-
-def _flat_batches(con: duckdb.DuckDBPyConnection, run_id: int) -> Iterator[_Batch]:
-    """The run in batches of BATCH_ROWS responses, each as three flat Arrow tables."""
-    starts = [row[0] for row in con.execute(BATCH_BOUNDS_SQL, {"run": run_id, "batch_rows": BATCH_ROWS}).fetchall()]
-    last = fetch_one(con, "SELECT max(response_id) FROM responses WHERE run_id = $run", {"run": run_id})
-    if not starts or last is None:
-        return
-    ends = [s - 1 for s in starts[1:]] + [int(last[0])]
-    for lo, hi in zip(starts, ends, strict=True):
-        bounds = {"lo": lo, "hi": hi}
-        yield (con.sql(BATCH_ROWS_SQL, params={"run": run_id, **bounds}).to_arrow_table(),
-               con.sql(BATCH_RETRIEVED_SQL, params=bounds).to_arrow_table(),
-               con.sql(BATCH_CHUNKS_SQL, params=bounds).to_arrow_table())
-
-
-CHECKS_SCHEMA = pa.schema([("response_id", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string()),
-                           ("reason", pa.string()), ("spans", pa.string())])
-FLAGS_SCHEMA = pa.schema([("response_id", pa.int64()), ("flag", pa.string()), ("severity", pa.string()),
-                          ("spans", pa.string())])
-OVERALL_SCHEMA = pa.schema([("response_id", pa.int64()), ("overall", pa.string())])
 
 
 class _ResultColumns:
@@ -313,7 +118,7 @@ class _ResultColumns:
         self.overall["response_id"].append(response_id)
         self.overall["overall"].append(result.overall)
 
-    def tables(self) -> _Results:
+    def tables(self) -> Results:
         return (pa.table(self.checks, schema=CHECKS_SCHEMA), pa.table(self.flags, schema=FLAGS_SCHEMA),
                 pa.table(self.overall, schema=OVERALL_SCHEMA))
 
@@ -419,11 +224,11 @@ def evaluate_into(
     bar = _progress_bar(progress, n, label, ruleset)
     with atomic(con):
         _insert_evaluation(con, evaluation_id, run_id, ruleset, rules, profile, n, with_spans)
-        done: list[_Results] = []
+        done: list[Results] = []
         held = 0
         questions = con.sql(RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
         init_args = (rules.text, rules.source, ruleset, profile, with_spans, questions, os.getpid())
-        for results in _evaluate_all(_flat_batches(con, run_id), init_args, workers):
+        for results in _evaluate_all(flat_batches(con, run_id), init_args, workers):
             done.append(results)
             held += results[2].num_rows
             if bar is not None:
@@ -573,10 +378,10 @@ class _SqlRecompute:
             min(os.cpu_count() or 1, 4) if len(self.undecided) >= PYTHON_PARALLEL_FROM else 1))
         questions = scon.sql(RUN_QUESTIONS_SQL, params={"run": self.run_id}).to_arrow_table()
         init_args = (self.rules.text, self.rules.source, self.ruleset, self.profile, False, questions, os.getpid())
-        done: list[_Results] = []
+        done: list[Results] = []
         held = 0
         # smaller batches than a whole run's: a few batches would leave a worker idle at the end
-        batches = _id_batches(scon, self.undecided, max(1, min(BATCH_ROWS, len(self.undecided) // (4 * workers))))
+        batches = id_batches(scon, self.undecided, max(1, min(BATCH_ROWS, len(self.undecided) // (4 * workers))))
         for results in _evaluate_all(batches, init_args, workers):
             done.append(results)
             held += results[2].num_rows
@@ -593,7 +398,7 @@ class _SqlRecompute:
         return duration
 
 
-def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: int) -> None:
+def _flush(con: duckdb.DuckDBPyConnection, done: list[Results], evaluation_id: int) -> None:
     """Append the evaluated batches set-wise: response outcomes, check results, flags."""
     from evaluator.store.results import APPEND_SQL
 
@@ -611,7 +416,7 @@ def _flush(con: duckdb.DuckDBPyConnection, done: list[_Results], evaluation_id: 
             drop_quietly(con, views=("evaluated_rows",))
 
 
-def _evaluate_all(batches: Iterator[_Batch], init_args: tuple[Any, ...], workers: int) -> Iterator[_Results]:
+def _evaluate_all(batches: Iterator[Batch], init_args: tuple[Any, ...], workers: int) -> Iterator[Results]:
     if workers <= 1:
         # In this process, with state of its own: evaluations in other threads (the dashboard's
         # recomputes) must not see it, as they would the module's _WORKER.

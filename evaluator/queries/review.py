@@ -209,7 +209,7 @@ def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], resp
                     ) -> dict[int, list[dict[str, Any]]]:
     """Spans of an evaluation that stored verdicts only (a huge run): evaluate again, for display."""
     from evaluator.core.evaluate import evaluate
-    from evaluator.pipeline.recompute import load_responses
+    from evaluator.pipeline.responses import load_responses
     from evaluator.rules.load import rules_from_text
 
     rules = rules_from_text(source["rules_text"], source["rules_source"])

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 import duckdb
+import pyarrow as pa
+
+# The engines' outcome rows, as Arrow tables (without the evaluation's id).
+CHECKS_SCHEMA = pa.schema([("response_id", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string()),
+                           ("reason", pa.string()), ("spans", pa.string())])
+FLAGS_SCHEMA = pa.schema([("response_id", pa.int64()), ("flag", pa.string()), ("severity", pa.string()),
+                          ("spans", pa.string())])
+OVERALL_SCHEMA = pa.schema([("response_id", pa.int64()), ("overall", pa.string())])
 
 # T3 when the bot used T3 or the golden set expects it (SPEC §4); otherwise the golden
 # template groups the pass rates, falling back to what the bot used.

@@ -262,3 +262,67 @@ def test_the_parameter_check_reads_an_f_string_whole() -> None:
 def test_the_parameter_check_reads_a_value_in_an_f_string_as_a_word() -> None:
     source = 'pattern = f"(?{flags}:{body})"\nsql = f"WHERE id IN ({\', \'.join(\'?\' * n)})"\n'
     assert [t for t in _code_strings(source) if _positional_parameters(t)] == ["?"]  # the `?` inside a value
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package's modules it imports (anywhere in it: a late import inside a function
+    is still a dependency), an imported name resolved to the module that defines it."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+    def resolve(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in paths.items():
+        found = _imported_modules(path.read_text(encoding="utf-8"), _package_of(path))
+        graph[module] = {r for name in found if (r := resolve(name)) is not None and r != module}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_module_of_the_package_imports_in_a_cycle() -> None:
+    graph = _import_graph()
+    assert len(graph) > 90 and "evaluator.core.checks" in graph["evaluator.core.flags"]
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle_through_a_late_import() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -18,7 +18,7 @@ from evaluator.core.types import ResponseInput
 from evaluator.pipeline.judges import HeuristicJudge, Judge, JudgeVerdict, make_judge
 from evaluator.pipeline.metrics.sql import scores_from_features, stage_features
 from evaluator.pipeline.metrics.trust import TrustScore, trust_score
-from evaluator.pipeline.recompute import RUN_ROWS_SQL, response_input
+from evaluator.pipeline.responses import RUN_ROWS_SQL, response_input
 from evaluator.rules.load import Rules, load_rules
 from evaluator.store.db import atomic, connect, drop_quietly, fetch_one
 from evaluator.store.run_lookup import run_id_for

@@ -25,7 +25,7 @@ import pyarrow as pa
 from evaluator.pipeline.judges.heuristic import HeuristicJudge
 from evaluator.pipeline.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, hedged_prefilter, norm_sql, refusal_regex
 from evaluator.pipeline.metrics.trust import TrustScore, answer_correctness, is_answerable, score_from_counts
-from evaluator.pipeline.recompute import load_responses
+from evaluator.pipeline.responses import load_responses
 from evaluator.pipeline.sql.re2 import CLEAN_SQL, re2_compiles
 from evaluator.store.db import quote_ident
 

@@ -25,10 +25,11 @@ import pyarrow as pa
 from evaluator.core.evaluate import evaluate_batch
 from evaluator.core.sql_fragments import WS
 from evaluator.core.types import CHECK_NAMES, FLAG_NAMES, ResponseEvaluation
-from evaluator.pipeline.recompute import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA, load_responses
+from evaluator.pipeline.responses import load_responses
 from evaluator.pipeline.sql.compile import compile_run
 from evaluator.pipeline.sql.re2 import re2_compiles
 from evaluator.rules.load import Rules
+from evaluator.store.results import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA
 
 PYTHON_BATCH = 5_000
 # Responses decided per query: a 200k-response query peaks near 1 GB (its materialised

@@ -18,7 +18,8 @@ import pytest
 from evaluator.core.registry import NO_RETRIEVAL_REASON
 from evaluator.core.types import FAIL, NA, PASS, ResponseEvaluation, ResponseInput
 from evaluator.ingest.loader import ingest_file
-from evaluator.pipeline.recompute import load_responses, recompute
+from evaluator.pipeline.recompute import recompute
+from evaluator.pipeline.responses import load_responses
 from evaluator.pipeline.sql.engine import evaluate_run_sql, verify
 from evaluator.queries import review
 from evaluator.rules.load import DEFAULT_RULES_PATH, load_rules, rules_from_text

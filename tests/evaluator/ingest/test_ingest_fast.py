@@ -14,7 +14,7 @@ import pytest
 
 from evaluator.core.types import CHECK_NAMES
 from evaluator.ingest import parallel as ingest_parallel
-from evaluator.ingest.loader import prepare_run, store_run_staged
+from evaluator.ingest.loader import known_to_ingest, prepare_run, store_run_staged
 from evaluator.ingest.readers import InputError, duplicate_key
 from tests.conftest import store_rows
 
@@ -101,7 +101,7 @@ def test_quick_pass_stores_what_the_full_validation_stores_for_mixed_records(tmp
 
 def test_worker_processes_read_a_plain_file(tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "plain.jsonl", many_records(400))
-    read = ingest_parallel.read_pieces(path, workers=2, pieces=3, folder=tmp_path)
+    read = ingest_parallel.read_pieces(path, workers=2, known=known_to_ingest(), pieces=3, folder=tmp_path)
     assert read is not None and read[0].n_responses == 400
 
 
@@ -139,7 +139,8 @@ def _bad_files(tmp_path: Path) -> dict[str, Path]:
 def test_bad_input_gets_the_full_validations_message(tmp_path: Path, parallel_from_any_size: None,
                                                      case: str) -> None:
     path = _bad_files(tmp_path)[case]
-    assert ingest_parallel.read_pieces(path, workers=2, pieces=4, folder=tmp_path) is None  # the workers do not take it
+    # the workers do not take it
+    assert ingest_parallel.read_pieces(path, workers=2, known=known_to_ingest(), pieces=4, folder=tmp_path) is None
     assert message(path) == message(path, fast=False)
 
 
@@ -149,7 +150,7 @@ def test_a_golden_field_filled_in_by_a_later_piece_is_merged(tmp_path: Path, par
              for record in records[:2]]  # both providers of q00000
     later = {**records[0], "provider": "gemini", "expected_routing": "in_scope", "gold_answers": ["Rama"]}
     path = write_jsonl(tmp_path / "gaps.jsonl", [*first, *records[2:], later])
-    assert ingest_parallel.read_pieces(path, workers=2, pieces=4, folder=tmp_path) is not None
+    assert ingest_parallel.read_pieces(path, workers=2, known=known_to_ingest(), pieces=4, folder=tmp_path) is not None
     assert stored(tmp_path, "parallel", path) == stored(tmp_path, "full", path, fast=False)
 
 
@@ -186,5 +187,5 @@ def test_pieces_a_worker_does_not_take_leave_no_files(tmp_path: Path) -> None:
     path = _bad_files(tmp_path)["late_bad_json"]
     folder = tmp_path / "spill"
     folder.mkdir()
-    assert ingest_parallel.read_pieces(path, workers=2, pieces=4, folder=folder) is None
+    assert ingest_parallel.read_pieces(path, workers=2, known=known_to_ingest(), pieces=4, folder=folder) is None
     assert list(folder.iterdir()) == []

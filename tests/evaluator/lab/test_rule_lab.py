@@ -218,7 +218,7 @@ def test_verdicts_are_cached_by_run_and_rules_hash(sample_store: Path) -> None:
 
 def test_lab_verdicts_equal_the_python_reference_under_every_rule_set(sample_store: Path) -> None:
     from evaluator.core.evaluate import evaluate_batch
-    from evaluator.pipeline.recompute import load_responses
+    from evaluator.pipeline.responses import load_responses
 
     run_id, rows = run_rows(sample_store)
     rules = load_rules()
@@ -484,7 +484,7 @@ def only_readers_change(db: Path, base: Rules, edited: Rules, profile: str, key:
     (None: every check) give the same verdicts under ``edited`` as under ``base``."""
     from evaluator.core.evaluate import evaluate_batch
     from evaluator.core.registry import check_entries
-    from evaluator.pipeline.recompute import load_responses
+    from evaluator.pipeline.responses import load_responses
 
     unread = [i for i, e in enumerate(check_entries()) if key is None or key not in e.reads]
     with connect(db, read_only=True) as con:

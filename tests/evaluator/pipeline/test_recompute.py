@@ -8,6 +8,7 @@ import pytest
 
 from evaluator.ingest.loader import ingest_file
 from evaluator.pipeline import recompute as rc
+from evaluator.pipeline import responses
 from evaluator.store.db import connect, fetch_value
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -48,12 +49,13 @@ def test_a_process_pool_stores_the_same_evaluation(store, monkeypatch, run, with
 def test_batch_rows_with_the_runs_questions_equal_the_rows_read_by_id(store):
     with connect(store) as con:
         run_id = fetch_value(con, "SELECT run_id FROM runs WHERE name = 'v2'")
-        questions = rc._question_columns(con.sql(rc.RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table())
+        question_rows = con.sql(responses.RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
+        questions = responses.question_columns(question_rows)
         batched: dict = {}
-        for batch in rc._flat_batches(con, run_id):
-            ids, inputs = rc._batch_inputs(batch, questions)
+        for batch in responses.flat_batches(con, run_id):
+            ids, inputs = responses.batch_inputs(batch, questions)
             batched.update(zip(ids, inputs, strict=True))
-        by_id = rc.load_responses(con, list(batched))
+        by_id = responses.load_responses(con, list(batched))
     assert batched == by_id
     assert any(item.gold_answers for item in by_id.values()) and any(item.retrieved for item in by_id.values())
 
@@ -141,11 +143,11 @@ def test_two_evaluations_in_one_process_keep_their_own_rules(sample_store):
         run_id = fetch_value(con, "SELECT run_id FROM runs WHERE name = 'ramayana'")
         ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = $run ORDER BY 1 LIMIT 6",
                                          {"run": run_id}).fetchall()]
-        questions = con.sql(rc.RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
+        questions = con.sql(responses.RUN_QUESTIONS_SQL, params={"run": run_id}).to_arrow_table()
 
         def evaluation(profile):  # type: ignore[no-untyped-def]
             init_args = (rules.text, rules.source, "t3_aware", profile, False, questions, os.getpid())
-            return rc._evaluate_all(rc._id_batches(con, ids, 1), init_args, 1)
+            return rc._evaluate_all(responses.id_batches(con, ids, 1), init_args, 1)
 
         def rows(results):  # type: ignore[no-untyped-def]
             return [[table.to_pylist() for table in batch] for batch in results]

@@ -158,7 +158,7 @@ def test_responses_stored_before_migration_10_read_as_recording_retrieval(db_pat
     # issue 28: the column is NULL for them, which every reader takes as "recorded": an empty
     # retrieval there still means nothing was retrieved
     from evaluator.core.evaluate import evaluate
-    from evaluator.pipeline.recompute import load_responses
+    from evaluator.pipeline.responses import load_responses
     from evaluator.rules.load import load_rules
 
     con = duckdb.connect(str(db_path))
