@@ -64,8 +64,8 @@ def run_cli(*args: str, db: Path | None = None, check: bool = False) -> subproce
     stderr captured (not terminals), the exit code what the process would exit with. What a command
     sets process-wide (signal handlers, the store's waiting defaults) is put back afterwards; the
     store itself is closed by then (evaluator.store.db closes the file when its last cursor is)."""
-    from evaluator.store import db as store
     from evaluator.cli import main
+    from evaluator.store import db as store
 
     command = _command(args, db)
     out, err = io.BytesIO(), io.BytesIO()

@@ -18,14 +18,9 @@ from typing import Any
 from evaluator.core.registry import check
 from evaluator.core.sql_fragments import SqlCase, pair, repr_of, snippet_of
 from evaluator.core.types import FAIL, NA, PASS, CheckResult, ResponseInput, Span
-from evaluator.rules.load import (
-    NOT_APPLICABLE_TO_BOT,  # noqa: F401 - re-exported: callers import it from here
-    CompiledProfile,
-    CompiledRules,
-    MatcherSet,
-    norm_term,
-    straighten,
-)
+from evaluator.rules.matchers import CompiledProfile, CompiledRules, MatcherSet
+from evaluator.rules.model import NOT_APPLICABLE_TO_BOT  # noqa: F401 - re-exported: callers import it from here
+from evaluator.rules.text_norm import norm_term, straighten
 
 T3 = "T3"
 
@@ -322,8 +317,8 @@ class Context:
                 c = ()
             else:
                 qn, subject = self.views()
-                has_id = self.profile.citation_has_id
-                c = tuple((m.start(), m.end(), _citation_id(qn, m, has_id)) for m in rx.finditer(subject))
+                id_group = rx.groupindex.get("id", 0) if self.profile.citation_has_id else 0
+                c = tuple((m.start(), m.end(), _citation_id(qn, m, id_group)) for m in rx.finditer(subject))
             self._citations = c
         return c
 
@@ -412,10 +407,11 @@ class Context:
         return u
 
 
-def _citation_id(qn: str, m: Any, has_id: bool) -> str:
-    """The citation's ``id`` group when it holds text, else the whole citation without brackets."""
-    if has_id:
-        start, end = m.start("id"), m.end("id")
+def _citation_id(qn: str, m: Any, id_group: int) -> str:
+    """The citation's ``id`` group (its number; 0: none) when it holds text, else the whole
+    citation without brackets."""
+    if id_group:
+        start, end = m.start(id_group), m.end(id_group)
         if 0 <= start < end:
             return qn[start:end]
     return qn[m.start():m.end()].strip("[]() ")

@@ -23,7 +23,8 @@ from evaluator.core.types import (
     ResponseEvaluation,
     ResponseInput,
 )
-from evaluator.rules.load import CompiledProfile, CompiledRules, Rules, compiled
+from evaluator.rules.matchers import CompiledProfile, CompiledRules, compiled
+from evaluator.rules.model import Rules
 
 # (compiled rules, profile, checks N/A for a T3 refusal, (check name, its function or None when the
 # profile does not apply it, whether it needs the retrieved items) per check, (flag function, whether

@@ -9,7 +9,7 @@ from __future__ import annotations
 from evaluator.core.checks import Context
 from evaluator.core.registry import flag
 from evaluator.core.types import FlagResult, Span
-from evaluator.rules.load import Rules
+from evaluator.rules.model import Rules
 
 _CACHE: dict[tuple[str, str], FlagResult] = {}
 

@@ -22,7 +22,6 @@ from typing import Any
 import re2
 
 from evaluator.core.registry import FLAG, flag_options
-from evaluator.core.text_norm import norm_term, straighten
 from evaluator.core.types import CHECK_NAMES, FLAG_NAMES
 from evaluator.rules import merge as rules_merge
 from evaluator.rules.matchers import (
@@ -47,6 +46,7 @@ from evaluator.rules.model import (
     Rules,
     RuleSet,
 )
+from evaluator.rules.text_norm import norm_term, straighten
 
 DEFAULT_RULES_PATH = Path(__file__).with_name("default_rules.toml")
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import re2
 
-from evaluator.core.text_norm import norm_term, straighten
 from evaluator.rules.model import REFINED_NOUNS, PatternRule, Profile, Rules
+from evaluator.rules.text_norm import norm_term, straighten
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported by the rules loader, not printed by RE2

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import duckdb
 
-from evaluator.core.text_norm import CURLY_QUOTES, STRAIGHT_QUOTES
+from evaluator.rules.text_norm import CURLY_QUOTES, STRAIGHT_QUOTES
 
 # A row's text may be decided in SQL only when it is made of [\t\n\f\r -~]: as many bytes as
 # characters (ASCII) and none of the other control characters (Python's str.split() and RE2

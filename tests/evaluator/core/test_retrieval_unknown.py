@@ -166,7 +166,7 @@ def test_stored_responses_read_whether_their_run_records_retrieval(tmp_path: Pat
 
 def test_a_run_read_whole_reads_whether_it_records_retrieval(tmp_path: Path) -> None:
     # RUN_ROWS_SQL and response_input: how the metrics read a run
-    from evaluator.pipeline.recompute import RUN_ROWS_SQL, response_input
+    from evaluator.pipeline.responses import RUN_ROWS_SQL, response_input
 
     db, run_id = _store(tmp_path, unknown={0, 2}, null={1})
     with connect(db) as con:
