@@ -14,6 +14,7 @@ The CLI runs two ways, both through its real entry point (`evaluator.cli.main`):
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import os
 import shutil
@@ -21,6 +22,7 @@ import signal
 import subprocess
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,24 @@ def ingested_store(tmp_path_factory: pytest.TempPathFactory, path: Path, *args: 
     db = tmp_path_factory.mktemp(path.stem) / "store.duckdb"
     run_cli("ingest", str(path), *args, db=db, check=True)
     return db
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _components_scanned_once() -> Iterator[None]:
+    """Streamlit's AppTest scans every installed package for Streamlit components each time an
+    AppTest is made (about 0.4 s, every page test); a real server scans once, when it starts. The
+    installed packages do not change while the tests run, so the scan is made once per process."""
+    try:
+        from streamlit.components.v2 import manifest_scanner
+    except ImportError:  # another Streamlit: nothing to share
+        yield
+        return
+    original = manifest_scanner.scan_component_manifests
+    manifest_scanner.scan_component_manifests = functools.cache(original)
+    try:
+        yield
+    finally:
+        manifest_scanner.scan_component_manifests = original
 
 
 @pytest.fixture
