@@ -13,11 +13,10 @@ For one generated file (bench.generate) this measures, each in its own process:
   the timed query it compares its answers with the flags and ``cites_shlokas`` verdicts the
   project's ``recompute`` stored, response by response, and reports every disagreement.
 
-Where the SQL knowingly differs from Python (it shows as disagreements, none in generated
-data): RE2's ``\\b``/``\\w``/``\\s`` are ASCII where Python's are Unicode; RE2's case folding is
-simpler than ``str.casefold``; verification looks terms up in the normalised texts only (the
-project first tries the raw texts, a shortcut that finds nothing the normalised lookup misses
-for the terms these patterns can match).
+Where the SQL knowingly differs from the project (it shows as disagreements, none in generated
+data): verification looks terms up in the normalised texts only (the project first tries the raw
+texts, a shortcut that finds nothing the normalised lookup misses for the terms these patterns can
+match). The patterns themselves are RE2 on both sides.
 
     python -m bench.floor [--rows 200000] [--repeat 3] [--workdir DIR] [--keep] [--out bench/]
 """
