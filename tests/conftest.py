@@ -14,6 +14,7 @@ The CLI runs two ways, both through its real entry point (`evaluator.cli.main`):
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import io
 import os
@@ -162,6 +163,24 @@ def sample_store(sample_store_template: Path, tmp_path: Path) -> Path:
     path = tmp_path / "samples.duckdb"
     shutil.copy(sample_store_template, path)
     return path
+
+
+@pytest.fixture(scope="session")
+def run_100k(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 100k-response run file from bench.generate (deterministic), generated once for the whole
+    test run: pytest-xdist's workers share it through the run's common temp folder, under a lock."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    out = shared / "run_100k.jsonl"
+    with (shared / "run_100k.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the first worker generates; the others wait for it
+        if not out.exists():
+            partial = out.with_suffix(f".partial-{os.getpid()}")
+            subprocess.run([sys.executable, "-m", "bench.generate", "--rows", "100000", "--out", str(partial)],
+                           cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True, capture_output=True,
+                           timeout=600)
+            partial.rename(out)
+    return out
 
 
 # Columns that record when a row was written: two stores holding the same data differ only there.

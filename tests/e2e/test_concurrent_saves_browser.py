@@ -27,12 +27,10 @@ IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
 @pytest.fixture(scope="module")
-def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("big_run") / "run_100k.jsonl"
-    subprocess.run([sys.executable, "-m", "bench.generate", "--rows", str(BIG_ROWS), "--out", str(out)],
-                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True, capture_output=True,
-                   timeout=600)
-    return out
+def big_run(run_100k: Path) -> Path:
+    """A 100k-response run file (bench.generate), generated once for the test run."""
+    assert BIG_ROWS == 100_000
+    return run_100k
 
 
 def holder_pid(db: Path) -> int | None:

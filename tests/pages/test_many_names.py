@@ -5,7 +5,7 @@ tables page through the providers in SQL, provider filters offer the top names p
 filter", long names are cut for display (in full in the table cell or the tooltip) and markup in
 a name stays text. Speed is not asserted here: `python -m bench.many_names` times the pages.
 
-The store is built once for the module through the real CLI (about a minute): run `many` (100,005
+The store is built once for the module through the real CLI, in-process (about a minute): run `many` (100,005
 providers: 100k with one response each, five with 16–20), run `many_b` (the same questions and
 providers, other answers) and run `long` (300 providers whose 10 kB names differ only at the end).
 """
@@ -15,10 +15,7 @@ from __future__ import annotations
 import html
 import json
 import math
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,11 +25,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from dashboard.names import NAME_WIDTH, TOP_N
+from tests.conftest import run_cli
 
 # Under pytest-xdist the module's tests run on one worker: the module's store takes a minute to build.
 pytestmark = pytest.mark.xdist_group("many_names")
 
-ROOT = Path(__file__).resolve().parents[2]
 OVERVIEW, BEFORE_AFTER, COMPARE = "pages/overview.py", "pages/before_after.py", "pages/compare.py"
 METRICS, TRIAGE, REVIEW = "pages/metrics.py", "pages/triage.py", "pages/review.py"
 
@@ -90,11 +87,9 @@ def write(path: Path, records: Iterator[dict[str, Any]]) -> Path:
 
 
 def cli(db: Path, *args: str) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("EVALUATOR_DB", None)
-    command = [sys.executable, "-m", "evaluator", args[0], "--db", str(db), *args[1:]]
-    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
-    assert result.returncode == 0, f"{' '.join(command)} exited {result.returncode}:\n{result.stderr[-3000:]}"
+    """The real CLI, in this process (tests.conftest.run_cli)."""
+    result = run_cli(*args, db=db)
+    assert result.returncode == 0, f"evaluator {' '.join(args)} exited {result.returncode}:\n{result.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")

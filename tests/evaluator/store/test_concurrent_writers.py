@@ -27,7 +27,6 @@ import random
 import re
 import statistics
 import subprocess
-import sys
 import threading
 import time
 import traceback
@@ -51,6 +50,9 @@ ROOT = Path(__file__).resolve().parents[3]
 # The page's own wait for a busy store on Save (pages/review.py runs Streamlit code on import).
 SAVE_WAIT_S = float(re.search(r"^SAVE_WAIT_S = ([\d.]+)", (ROOT / "pages" / "review.py").read_text(),
                               re.M).group(1))  # type: ignore[union-attr]
+# Under pytest-xdist (--dist loadgroup) the module runs on one worker, and as a group it is handed out
+# before the single tests: its scenario is the longest test of the suite and should not come last.
+pytestmark = pytest.mark.xdist_group("concurrent_writers")
 REVIEWERS = 8
 SAVES_EACH = 25
 BIG_ROWS = 100_000
@@ -60,13 +62,10 @@ SHARED_TARGETS = ("overall", "cites_shlokas", "no_hallucination")
 
 
 @pytest.fixture(scope="module")
-def big_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A 100k-response run file, generated once per module."""
-    out = tmp_path_factory.mktemp("big_run") / "run_100k.jsonl"
-    subprocess.run([sys.executable, "-m", "bench.generate", "--rows", str(BIG_ROWS), "--out", str(out)],
-                   cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True, capture_output=True,
-                   timeout=600)
-    return out
+def big_run(run_100k: Path) -> Path:
+    """A 100k-response run file (bench.generate), generated once for the test run."""
+    assert BIG_ROWS == 100_000
+    return run_100k
 
 
 @pytest.fixture(autouse=True)
