@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,9 @@ from evaluator.store.db import atomic, connect, drop_quietly, fetch_one, fetch_v
 from evaluator.store.results import CHECKS_SCHEMA, FLAGS_SCHEMA, OVERALL_SCHEMA, write_evaluation_counts
 from evaluator.store.run_lookup import run_id_for
 from evaluator.store.staging import RunChangedError, Stage, attached, copy_back, snapshot_run, staging_area
+
+# ``progress``: False (quiet), True (a tqdm bar on stderr) or a callback given the share done.
+Progress = bool | Callable[[float], None]
 
 FLUSH_ROWS = 100_000  # evaluated responses held in memory before they are written
 STAGED_EVALUATION_ID = 0  # the evaluation's id in the staging file; the store's sequence gives the real one
@@ -131,7 +134,7 @@ def recompute(
     rules: Rules | None = None,
     with_spans: bool | None = None,
     workers: int | None = None,
-    progress: bool = False,
+    progress: Progress = False,
     profile: str | None = None,
     engine: str = "auto",
     verify_n: int = 0,
@@ -142,7 +145,8 @@ def recompute(
     the reference; "sql" decides inside DuckDB (evaluator.pipeline.sql, no stored spans) and, with
     ``verify_n``, first re-evaluates that many random responses in Python, writing nothing on a
     difference (evaluator.pipeline.sql.engine.VerifyError); "auto" is python when spans are stored (runs
-    up to SPANS_UP_TO, or ``with_spans``) and sql otherwise (or with ``verify_n``)."""
+    up to SPANS_UP_TO, or ``with_spans``) and sql otherwise (or with ``verify_n``). ``progress``: see
+    Progress (a callback is called from this thread)."""
     if engine not in ENGINES:
         raise UsageError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
     if engine == "auto" and verify_n:
@@ -214,7 +218,7 @@ def recompute(
 
 def evaluate_into(
     con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id: int, ruleset: str, rules: Rules, profile: str,
-    *, with_spans: bool, workers: int | None = None, progress: bool = False, label: str = "",
+    *, with_spans: bool, workers: int | None = None, progress: Progress = False, label: str = "",
 ) -> float:
     """Evaluate the run held by `con` (the staging file) with the Python reference and write the
     evaluation there, in one transaction; returns the time it took."""
@@ -275,7 +279,7 @@ class _SqlRecompute:
     (the staging file holds only some responses). No spans are stored. The bar follows DuckDB's
     own progress through the queries (90% of it), then the rest."""
 
-    def __init__(self, rules: Rules, ruleset: str, profile: str, run_id: int, *, progress: bool, label: str,
+    def __init__(self, rules: Rules, ruleset: str, profile: str, run_id: int, *, progress: Progress, label: str,
                  total: int, workers: int | None = None) -> None:
         self.rules, self.ruleset, self.profile, self.run_id, self.total = rules, ruleset, profile, run_id, total
         self.workers = workers  # for the rows left to Python; None: by their number
@@ -292,7 +296,7 @@ class _SqlRecompute:
             self.bar.refresh()
 
     def close(self) -> None:
-        if self.bar is not None:  # closed on every exit: lab_recompute finds a live bar by its description
+        if self.bar is not None:  # closed on every exit
             self.bar.close()
             self.bar = None
 
@@ -435,9 +439,28 @@ def _evaluate_all(batches: Iterator[Batch], init_args: tuple[Any, ...], workers:
             yield future.result()
 
 
-def _progress_bar(progress: bool, total: int, run_name: str, ruleset: str) -> Any:
+class _Reported:
+    """A progress "bar" that hands the share done to a callback (the Rule lab's) instead of drawing."""
+
+    def __init__(self, total: int, report: Callable[[float], None]) -> None:
+        self.total, self.report, self.n = total, report, 0
+
+    def update(self, k: int) -> None:
+        self.n += k
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.report(min(1.0, self.n / self.total) if self.total else 1.0)
+
+    def close(self) -> None:
+        pass
+
+
+def _progress_bar(progress: Progress, total: int, run_name: str, ruleset: str) -> Any:
     if not progress:
         return None
+    if callable(progress):
+        return _Reported(total, progress)
     from tqdm import tqdm
 
     return tqdm(total=total, desc=f"{run_name} / {ruleset}", unit=" responses", unit_scale=True, mininterval=0.5)

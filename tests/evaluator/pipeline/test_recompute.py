@@ -160,3 +160,12 @@ def test_two_evaluations_in_one_process_keep_their_own_rules(sample_store):
             interleaved["ramayana"] += rows([a])
             interleaved["clearpath"] += rows([b])
     assert interleaved == alone
+
+
+@pytest.mark.parametrize("engine", ["python", "sql"])
+def test_progress_callback_is_given_the_share_done_up_to_the_whole_run(store, engine):
+    shares: list[float] = []
+    rc.recompute(store, "v2", "t3_aware", engine=engine, progress=shares.append)
+    assert shares, "the callback was never called"
+    assert shares == sorted(shares) and all(0.0 <= s <= 1.0 for s in shares)
+    assert shares[-1] == 1.0
