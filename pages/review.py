@@ -17,6 +17,7 @@ from dashboard.common import TEMPLATE_LABELS, select_in_url, sidebar_run_picker,
 from dashboard.shell import served_by_app
 from evaluator.queries import review as q
 from evaluator.review import pending
+from evaluator.review import spans as span_view
 from evaluator.review.config import load_review_config
 from evaluator.review.overrides import OverrideError, allowed_values
 
@@ -236,7 +237,7 @@ with store() as con:
     checks = q.checks(con, evaluation_id, ids)[response_id]
     flags = q.flags(con, evaluation_id, ids)[response_id]
     retrieved = q.retrieved(con, ids)[response_id]
-    spans = q.spans(con, evaluation_id, ids)[response_id]
+    spans = span_view.of(con, evaluation_id, ids)[response_id]
     history = q.history(con, response_id)
     candidates = q.carried_candidates(con, response_id)
     refused = q.refused_state(con, response_id)

@@ -19,6 +19,7 @@ from dashboard.highlight import highlight, inline
 from dashboard.shell import served_by_app
 from dashboard.triage_url import filters_from_query, review_params
 from evaluator.queries import triage as q
+from evaluator.review import spans as span_view
 
 served_by_app()
 
@@ -225,7 +226,7 @@ def _responses(con, run: str) -> None:  # type: ignore[no-untyped-def]
         _table(con, rows, evaluation_id, (signature, current))
     else:
         details = {"checks": q.checks(con, evaluation_id, ids), "flags": q.flags(con, evaluation_id, ids),
-                   "retrieved": q.retrieved(con, ids), "spans": q.spans(con, evaluation_id, ids)}
+                   "retrieved": q.retrieved(con, ids), "spans": span_view.of(con, evaluation_id, ids)}
         shown = q.display_rules(con, evaluation_id)
         for row in rows:
             _card(row, {k: v[row["response_id"]] for k, v in details.items()}, evaluation_id, shown, filters.text)

@@ -11,9 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import duckdb
-import orjson
 
-from evaluator.core.types import CHECK_NAMES, FLAG_NAMES, CheckResult, FlagResult
+from evaluator.core.types import CHECK_NAMES, FLAG_NAMES
 from evaluator.queries.effective import check_results_cte, latest_overrides_cte, response_results_cte
 from evaluator.queries.report import flags_evaluation_id, query_dicts
 from evaluator.review.overrides import carried_candidates, history
@@ -21,7 +20,7 @@ from evaluator.store.db import fetch_one
 
 __all__ = [
     "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",
-    "history", "overall", "refused_state", "response", "response_choices", "retrieved", "run_id", "spans",
+    "history", "overall", "refused_state", "response", "response_choices", "retrieved", "run_id",
     "display_rules", "override_targets",
 ]
 
@@ -179,53 +178,6 @@ def span_evaluation(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[
         {"evaluation_id": source},
     )
     return rows[0] if rows else None
-
-
-def spans(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
-          ) -> dict[int, list[dict[str, Any]]]:
-    """Highlight spans per response: every check's and flag's spans ({start, end, text, kind})."""
-    out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
-    source = span_evaluation(con, evaluation_id)
-    if source is None or not response_ids:
-        return out
-    if source["with_spans"] is False and source["rules_text"]:
-        return _computed_spans(con, source, response_ids)
-    rows = con.execute(
-        """SELECT response_id, spans FROM check_results
-           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
-             AND spans IS NOT NULL
-           UNION ALL
-           SELECT response_id, spans FROM flags
-           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
-             AND spans IS NOT NULL""",
-        {"evaluation_id": source["evaluation_id"], "response_ids": list(response_ids)},
-    ).fetchall()
-    for response_id, raw in rows:
-        out[int(response_id)].extend(orjson.loads(raw) or [])
-    return out
-
-
-def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], response_ids: Sequence[int]
-                    ) -> dict[int, list[dict[str, Any]]]:
-    """Spans of an evaluation that stored verdicts only (a huge run): evaluate again, for display."""
-    from evaluator.core.evaluate import evaluate
-    from evaluator.pipeline.responses import load_responses
-    from evaluator.rules.load import rules_from_text
-
-    rules = rules_from_text(source["rules_text"], source["rules_source"])
-    out: dict[int, list[dict[str, Any]]] = {}
-    loaded = load_responses(con, response_ids)  # one read for the page, not one per response
-    for response_id in response_ids:
-        resp = loaded.get(int(response_id))
-        found: list[dict[str, Any]] = []
-        if resp is not None:
-            result = evaluate(resp, ruleset=source["ruleset"], rules=rules, profile=source["profile"],
-                              with_spans=True)
-            items: list[CheckResult | FlagResult] = [*result.checks, *result.flags]
-            for item in items:
-                found.extend({"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in item.spans)
-        out[int(response_id)] = found
-    return out
 
 
 def refused_state(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str, Any]:

@@ -33,7 +33,6 @@ from evaluator.queries.review import (
     flags,
     retrieved,
     run_id,
-    spans,
 )
 from evaluator.review.config import load_review_config
 from evaluator.review.overrides import HAS_CARRIED_SQL, agreement
@@ -43,7 +42,7 @@ from evaluator.store.sql_params import Params
 __all__ = [
     "OVERRIDE_STATUSES", "PAGE_SIZE", "TriageFilters", "agreement", "checks", "count", "default_evaluation",
     "evaluation_label", "evaluations_of_run", "filter_options", "flags", "has_provider", "missing_search_index",
-    "page_and_count", "pass_rate_page", "pass_rates", "providers", "retrieved", "run_id", "spans", "display_rules",
+    "page_and_count", "pass_rate_page", "pass_rates", "providers", "retrieved", "run_id", "display_rules",
     "DEFAULT_SORT", "PAGE_SIZES", "QueuePosition", "SORTS", "computed_values", "first_id", "queue_position",
     "search_matches", "search_terms",
 ]

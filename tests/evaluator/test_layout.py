@@ -326,3 +326,30 @@ def test_no_module_of_the_package_imports_in_a_cycle() -> None:
 
 def test_the_cycle_check_finds_a_cycle_through_a_late_import() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# What evaluates responses: a read of evaluator/queries/ never reaches it, even through another module.
+EVALUATES = ("evaluator.core.evaluate", "evaluator.pipeline.recompute", "evaluator.review.spans")
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def test_the_queries_neither_evaluate_nor_reach_what_does() -> None:
+    graph = _import_graph()
+    queries = [m for m in graph if m.startswith("evaluator.queries.")]
+    assert len(queries) >= 10
+    assert {m: sorted(_reachable(graph, m) & set(EVALUATES)) for m in queries
+            if _reachable(graph, m) & set(EVALUATES)} == {}
+
+
+def test_the_reach_check_follows_imports_of_imports() -> None:
+    assert _reachable({"a": {"b"}, "b": {"c"}, "c": set()}, "a") == {"b", "c"}

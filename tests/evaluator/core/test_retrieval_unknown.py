@@ -22,6 +22,7 @@ from evaluator.pipeline.recompute import recompute
 from evaluator.pipeline.responses import load_responses
 from evaluator.pipeline.sql.engine import evaluate_run_sql, verify
 from evaluator.queries import review
+from evaluator.review import spans as span_view
 from evaluator.rules.load import DEFAULT_RULES_PATH, load_rules, rules_from_text
 from evaluator.store.db import connect, fetch_value
 
@@ -254,12 +255,12 @@ def test_review_computes_no_retrieval_spans_for_a_run_that_records_no_retrieval(
     recorded = recompute(db, "toy", "t3_aware", engine="sql").evaluation_id
     with connect(db) as con:
         ids = _ids_by_question(con)
-        before = review.spans(con, recorded, [ids["q0"]])[ids["q0"]]
+        before = span_view.of(con, recorded, [ids["q0"]])[ids["q0"]]
         con.execute("UPDATE responses SET retrieval_recorded = false")
     assert {s["kind"] for s in before} >= HALLUCINATION_SPANS
     unknown = recompute(db, "toy", "t3_aware", engine="sql").evaluation_id
     with connect(db) as con:
-        after = review.spans(con, unknown, [ids["q0"]])[ids["q0"]]
+        after = span_view.of(con, unknown, [ids["q0"]])[ids["q0"]]
         assert review.response(con, ids["q0"])["retrieval_recorded"] is False
     assert not HALLUCINATION_SPANS & {s["kind"] for s in after}
 

@@ -6,6 +6,7 @@ import re
 
 from evaluator.pipeline.recompute import recompute
 from evaluator.queries import review
+from evaluator.review import spans as span_view
 from evaluator.review.config import DEFAULT_PARADOX_PHRASES, load_review_config
 from evaluator.store.db import connect, fetch_value
 
@@ -31,8 +32,8 @@ def test_spans_of_a_verdicts_only_evaluation_are_computed_for_display(sample_sto
         assert fetch_value(con, "SELECT count(*) FROM check_results WHERE evaluation_id = ? "
                                 "AND spans::VARCHAR <> '[]'", [verdicts_only]) == 0
         ids = _ids(con, "clearpath")
-        computed = _as_set(review.spans(con, verdicts_only, ids))
-        assert computed == _as_set(review.spans(con, stored, ids))
+        computed = _as_set(span_view.of(con, verdicts_only, ids))
+        assert computed == _as_set(span_view.of(con, stored, ids))
     assert any(kind == "unverified_price" for found in computed.values() for *_, kind in found)
 
 
@@ -40,7 +41,7 @@ def test_recorded_verdicts_show_the_spans_and_flags_of_the_runs_latest_computed_
     with connect(sample_store) as con:
         recorded, computed = _latest(con, "ramayana", "recorded"), _latest(con, "ramayana", "t3_aware")
         ids = _ids(con, "ramayana")
-        assert review.spans(con, recorded, ids) == review.spans(con, computed, ids)
+        assert span_view.of(con, recorded, ids) == span_view.of(con, computed, ids)
         assert review.flags(con, recorded, ids) == review.flags(con, computed, ids)
         assert review.display_rules(con, recorded)["threshold"] == 0.35
 

@@ -1,0 +1,59 @@
+"""The highlight spans a page shows for responses: stored by the evaluation, or, for one that
+stored verdicts only (a huge run, the SQL engine), evaluated again for just those responses."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+import orjson
+
+from evaluator.core.evaluate import evaluate
+from evaluator.core.types import CheckResult, FlagResult
+from evaluator.pipeline.responses import load_responses
+from evaluator.queries.review import span_evaluation
+from evaluator.rules.load import rules_from_text
+
+
+def of(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
+          ) -> dict[int, list[dict[str, Any]]]:
+    """Highlight spans per response: every check's and flag's spans ({start, end, text, kind})."""
+    out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
+    source = span_evaluation(con, evaluation_id)
+    if source is None or not response_ids:
+        return out
+    if source["with_spans"] is False and source["rules_text"]:
+        return _computed_spans(con, source, response_ids)
+    rows = con.execute(
+        """SELECT response_id, spans FROM check_results
+           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+             AND spans IS NOT NULL
+           UNION ALL
+           SELECT response_id, spans FROM flags
+           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+             AND spans IS NOT NULL""",
+        {"evaluation_id": source["evaluation_id"], "response_ids": list(response_ids)},
+    ).fetchall()
+    for response_id, raw in rows:
+        out[int(response_id)].extend(orjson.loads(raw) or [])
+    return out
+
+
+def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], response_ids: Sequence[int]
+                    ) -> dict[int, list[dict[str, Any]]]:
+    """Spans of an evaluation that stored verdicts only (a huge run): evaluate again, for display."""
+    rules = rules_from_text(source["rules_text"], source["rules_source"])
+    out: dict[int, list[dict[str, Any]]] = {}
+    loaded = load_responses(con, response_ids)  # one read for the page, not one per response
+    for response_id in response_ids:
+        resp = loaded.get(int(response_id))
+        found: list[dict[str, Any]] = []
+        if resp is not None:
+            result = evaluate(resp, ruleset=source["ruleset"], rules=rules, profile=source["profile"],
+                              with_spans=True)
+            items: list[CheckResult | FlagResult] = [*result.checks, *result.flags]
+            for item in items:
+                found.extend({"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in item.spans)
+        out[int(response_id)] = found
+    return out
