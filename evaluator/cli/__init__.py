@@ -32,6 +32,7 @@ COMMANDS = {
     "gate": "gate",
     "overrides": "overrides",
     "annotations": "annotations",
+    "import_spans": "import-spans",
     "agreement": "agreement",
 }
 

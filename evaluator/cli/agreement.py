@@ -13,11 +13,14 @@ relevance/relevancy/answer_relevance to answers_question, PASS at or above the s
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from evaluator.cli.common import print_json, print_table
 from evaluator.core.errors import UsageError
+from evaluator.core.types import FLAG_NAMES
 from evaluator.queries import agreement as q
+from evaluator.review import span_labels
 from evaluator.review.agreement import LEVELS, AgreementError
 from evaluator.review.annotations import labels
 from evaluator.store.db import connect, fetch_value
@@ -37,7 +40,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--evaluation", type=int, help="evaluation id (default: the run's latest)")
     parser.add_argument("--with-overrides", action="store_true",
                         help="use effective verdicts (a reviewer's latest override, else computed)")
+    parser.add_argument("--spans", action="store_true",
+                        help="a flag's highlighted characters against the span labels people marked "
+                             "(import-spans, or Review): per provider, response-level precision/recall/balanced "
+                             "accuracy and character precision/recall/F1; the annotators' pairwise character F1")
+    parser.add_argument("--flag", help="with --spans: the flag to score (e.g. unsupported_claim)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def span_report(con: Any, args: argparse.Namespace) -> dict[str, Any]:
+    if not args.flag:
+        raise UsageError(f"--spans needs --flag, one of: {', '.join(FLAG_NAMES)}")
+    if args.flag not in FLAG_NAMES:
+        raise UsageError(f"--flag: no flag {args.flag!r}; flags: {', '.join(FLAG_NAMES)}")
+    run_id = run_id_for(con, args.run)
+    evaluation_id = args.evaluation if args.evaluation is not None else q.latest_evaluation(con, run_id)
+    if evaluation_id is None or not q.evaluation_of_run(con, evaluation_id, run_id):
+        raise UsageError(f"--evaluation: {evaluation_id} is not an evaluation of run {args.run!r}"
+                         if evaluation_id is not None else
+                         f"run {args.run!r} has no evaluation: run evaluator recompute --run {shlex.quote(args.run)}")
+    return {"run": args.run, **span_labels.agreement(con, run_id, evaluation_id, args.flag)}
 
 
 def report(con: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -71,12 +93,33 @@ def report(con: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     with connect(args.db, read_only=True) as con:
-        result = report(con, args)
+        result = span_report(con, args) if args.spans else report(con, args)
     if args.json:
         print_json(result)
+    elif args.spans:
+        print_spans(result)
     else:
         print_text(result)
     return 0
+
+
+SPAN_COLUMNS = ["provider", "responses", "human_positive", "flagged", "precision", "recall", "balanced_accuracy",
+                "char_precision", "char_recall", "char_f1"]
+
+
+def print_spans(result: dict[str, Any]) -> None:
+    print(f"Run {result['run']}: flag {result['flag']} (evaluation {result['evaluation_id']}) "
+          "vs the characters people marked unsupported")
+    overall = result["overall"]
+    if not overall["responses"]:
+        print("No span labels in this run: evaluator import-spans --run RUN FILE.jsonl, or mark spans on Review.")
+        return
+    print_table([*result["providers"], {**overall, "provider": "(all)"}], SPAN_COLUMNS)
+    print("(responses: labelled by someone; human_positive: someone marked unsupported text; "
+          "benign marks count neither way)")
+    if result["annotators"]:
+        print("\nAnnotators' pairwise character F1")
+        print_table(result["annotators"], ["annotator_a", "annotator_b", "responses", "char_f1"])
 
 
 def print_text(result: dict[str, Any]) -> None:

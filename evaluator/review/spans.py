@@ -17,7 +17,7 @@ from evaluator.rules.load import rules_from_text
 
 
 def of(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
-          ) -> dict[int, list[dict[str, Any]]]:
+       ) -> dict[int, list[dict[str, Any]]]:
     """Highlight spans per response: every check's and flag's spans ({start, end, text, kind})."""
     out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
     source = span_evaluation(con, evaluation_id)
@@ -57,3 +57,29 @@ def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], resp
                 found.extend({"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in item.spans)
         out[int(response_id)] = found
     return out
+
+
+def of_flag(con: duckdb.DuckDBPyConnection, evaluation_id: int, flag: str, response_ids: Sequence[int]
+            ) -> dict[int, list[tuple[int, int]]]:
+    """Where ``flag`` is raised among ``response_ids``: its highlighted character intervals (an
+    empty list when it is raised with no span). Stored spans when the evaluation kept them, else
+    evaluated again for the responses it raised the flag on."""
+    source = span_evaluation(con, evaluation_id)
+    if source is None or not response_ids:
+        return {}
+    rows = con.execute(
+        """SELECT response_id, spans FROM flags
+           WHERE evaluation_id = $evaluation_id AND flag = $flag
+             AND response_id IN (SELECT unnest($response_ids::BIGINT[]))""",
+        {"evaluation_id": source["evaluation_id"], "flag": flag, "response_ids": list(response_ids)}).fetchall()
+    raised = {int(r): orjson.loads(raw) if raw is not None else None for r, raw in rows}
+    if source["with_spans"] is False and source["rules_text"]:
+        rules = rules_from_text(source["rules_text"], source["rules_source"])
+        loaded = load_responses(con, list(raised))
+        out: dict[int, list[tuple[int, int]]] = {}
+        for response_id in raised:
+            result = evaluate(loaded[response_id], ruleset=source["ruleset"], rules=rules, profile=source["profile"],
+                              with_spans=True)
+            out[response_id] = [(s.start, s.end) for f in result.flags if f.flag == flag for s in f.spans]
+        return out
+    return {r: [(int(s["start"]), int(s["end"])) for s in spans or []] for r, spans in raised.items()}

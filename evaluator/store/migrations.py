@@ -282,6 +282,25 @@ RETRIEVAL_RECORDED = """
 ALTER TABLE responses ADD COLUMN retrieval_recorded BOOLEAN;
 """
 
+# Human span labels (issue 30): the characters of an answer a person marks as unsupported (or
+# benign: unsupported but harmless; or a computed span marked as a false alarm). Append-only. A row
+# with no span says the annotator read the response and marked nothing: a negative, not a gap.
+SPAN_LABELS = """
+CREATE SEQUENCE span_label_ids START 1;
+CREATE TABLE span_labels (
+    span_label_id BIGINT PRIMARY KEY,
+    response_id BIGINT NOT NULL,
+    annotator VARCHAR NOT NULL,
+    span_start INTEGER,
+    span_end INTEGER,
+    label VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    source VARCHAR NOT NULL,
+    client_token VARCHAR
+);
+CREATE INDEX span_labels_response ON span_labels (response_id);
+"""
+
 # Migrations that change only how data is stored and use what older storage formats lack: version ->
 # the oldest storage format that has it (duckdb_databases().tags['storage_version']). A store in an
 # older format records them without running them; what it stores is the same either way.
@@ -298,4 +317,5 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (8, "saved rule sets", SAVED_RULESETS),
     (9, "answers compressed with zstd", ANSWERS_ZSTD),
     (10, "whether retrieval was recorded", RETRIEVAL_RECORDED),
+    (11, "human span labels", SPAN_LABELS),
 ]
