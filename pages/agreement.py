@@ -17,6 +17,7 @@ from dashboard.common import overrides_toggle, select_in_url, sidebar_run_picker
 from dashboard.fmt import percent
 from dashboard.highlight import inline
 from dashboard.shell import served_by_app
+from dashboard.span_agreement import render_span_agreement
 from evaluator.queries import agreement as q
 from evaluator.review.agreement import LEVELS, VERDICTS, AgreementError
 
@@ -180,16 +181,18 @@ with store() as con:
     run_id = q.run_id(con, run)
     if run_id is None:
         st.stop()
-    definitions = q.run_labels(con, run_id)
-    if not definitions:
-        st.info("This run has no human labels yet. Importers bring annotators' ratings in at ingest "
-                "(InspectorRAGet); reviewers rate responses on the Review page once a run defines labels.")
-        st.stop()
     evaluations = q.evaluations(con, run_id)
     evaluation_id = select_in_url(
         "Evaluation (rule set)", "evaluation", [e["evaluation_id"] for e in evaluations], container=st.sidebar,
         format_func=lambda eid: next(f"{e['ruleset']} · #{eid}" for e in evaluations if e["evaluation_id"] == eid))
+    definitions = q.run_labels(con, run_id)
+    if not definitions:
+        st.info("This run has no human labels yet. Importers bring annotators' ratings in at ingest "
+                "(InspectorRAGet); reviewers rate responses on the Review page once a run defines labels.")
+        render_span_agreement(con, run, run_id, evaluation_id)
+        st.stop()
     with_overrides = overrides_toggle()
     alphas = [q.label_alpha(con, run_id, d) for d in definitions]
     _annotators(con, run_id, definitions, alphas, evaluation_id)
     _evaluator(con, run, run_id, evaluation_id, with_overrides)
+    render_span_agreement(con, run, run_id, evaluation_id)

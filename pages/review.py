@@ -15,6 +15,7 @@ from dashboard import highlight, keys, names, review_queue, reviewing
 from dashboard.annotate import render_rating_form
 from dashboard.common import TEMPLATE_LABELS, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
+from dashboard.span_marks import UNSUPPORTED_TEXT_FLAGS, render_span_marks
 from evaluator.queries import review as q
 from evaluator.review import pending
 from evaluator.review import spans as span_view
@@ -238,6 +239,8 @@ with store() as con:
     flags = q.flags(con, evaluation_id, ids)[response_id]
     retrieved = q.retrieved(con, ids)[response_id]
     spans = span_view.of(con, evaluation_id, ids)[response_id]
+    flagged = [{"start": a, "end": b, "text": resp["answer"][a:b]} for name in UNSUPPORTED_TEXT_FLAGS
+               for a, b in span_view.of_flag(con, evaluation_id, name, ids).get(response_id, [])]
     history = q.history(con, response_id)
     candidates = q.carried_candidates(con, response_id)
     refused = q.refused_state(con, response_id)
@@ -287,6 +290,7 @@ with right:
     keys.caption(in_queue=here is not None)
     _carried(candidates, response_id, evaluation_id, reviewer)
     render_rating_form(store_path(), resp["run_id"], response_id, reviewer)  # the run's human labels
+    render_span_marks(store_path(), response_id, resp["answer"], flagged, reviewer)
 
 _pending_saves(response_id)
 st.subheader("Override history")

@@ -270,3 +270,11 @@ def ratings(con: duckdb.DuckDBPyConnection, response_ids: list[int], label: str)
     for response_id, annotator, value, reason in rows:
         out[int(response_id)].append({"annotator": annotator, "value": value, "reason": reason})
     return out
+
+
+def response_names(con: duckdb.DuckDBPyConnection, response_ids: list[int], *, limit: int
+                   ) -> list[tuple[int, str, str]]:
+    """(response_id, question_id, provider) of the first ``limit`` of the given responses, by id."""
+    return [(int(r), str(qid), str(p)) for r, qid, p in con.execute(
+        "SELECT response_id, question_id, provider FROM responses WHERE list_contains($ids, response_id) "
+        "ORDER BY response_id LIMIT $limit", {"ids": list(response_ids), "limit": limit}).fetchall()]

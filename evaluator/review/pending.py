@@ -36,11 +36,12 @@ from evaluator.review.overrides import (
     allowed_values,
     apply_carried,
 )
+from evaluator.review.span_labels import SpanLabelError, add_span_label
 from evaluator.store.db import StoreBusyError, connect, resolve_db_path
 
 LOG = logging.getLogger(__name__)
 KEEP_DONE_S = 24 * 3600
-KINDS = ("override", "carry", "bulk", "annotation")
+KINDS = ("override", "carry", "bulk", "annotation", "span_label")
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,13 @@ def _apply_record(con: Any, record: dict[str, Any], config: ReviewConfig) -> lis
                                    client_token=record["token"])]
         except AnnotationError as exc:
             raise OverrideError(str(exc)) from exc  # one kind of refusal for the journal
+    if record["kind"] == "span_label":  # a span marked in Review (dashboard/span_marks.py)
+        try:
+            return [add_span_label(con, int(record["response_id"]), record["reviewer"], record.get("start"),
+                                   record.get("end"), record.get("label"), source="review",
+                                   client_token=record["token"])]
+        except SpanLabelError as exc:
+            raise OverrideError(str(exc)) from exc
     if record["kind"] == "bulk":
         specs = [OverrideSpec(int(i["response_id"]), str(i["target"]), str(i["new_value"]))
                  for i in record["overrides"]]

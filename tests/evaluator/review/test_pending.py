@@ -250,3 +250,32 @@ def test_a_rating_off_the_scale_is_kept_as_failed_with_its_reason(sample_store: 
     [outcome] = pending.apply(sample_store, [token])
     assert outcome.state == "failed" and "not on the scale" in (outcome.message or "")
     assert _annotations(sample_store) == []
+
+
+def _span_labels(db: Path) -> list[tuple]:
+    with connect(db) as con:
+        return con.execute("SELECT annotator, span_start, span_end, label, source, client_token FROM span_labels "
+                           "ORDER BY span_label_id").fetchall()
+
+
+def test_a_span_marked_while_another_process_writes_is_kept_pending_then_written_once(
+        sample_store: Path, hold_store) -> None:
+    save = {"kind": "span_label", "response_id": _response_id(sample_store), "reviewer": "priya",
+            "start": 0, "end": 9, "label": "unsupported"}
+    holder = hold_store(sample_store)
+    try:
+        token = pending.submit(sample_store, save)
+        assert pending.apply(sample_store, [token], timeout_s=0.5)[0].state == "pending"
+    finally:
+        holder.release()
+    assert pending.apply(sample_store, [token])[0].state == "saved"
+    assert pending.apply(sample_store, [token])[0].state == "saved"
+    assert _span_labels(sample_store) == [("priya", 0, 9, "unsupported", "review", token)]
+
+
+def test_a_span_mark_the_store_refuses_is_kept_as_failed_with_its_reason(sample_store: Path) -> None:
+    token = pending.submit(sample_store, {"kind": "span_label", "response_id": _response_id(sample_store),
+                                          "reviewer": "priya", "start": 0, "end": 10**6, "label": "unsupported"})
+    [outcome] = pending.apply(sample_store, [token])
+    assert outcome.state == "failed" and "is not a span of the answer" in (outcome.message or "")
+    assert _span_labels(sample_store) == []
