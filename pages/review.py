@@ -151,14 +151,24 @@ def _pending_what(save: dict) -> str:
     return "carried override"
 
 
+def default_target(targets: list[str], current: dict[str, str | None]) -> str:
+    """What P/F/N act on when a response opens: its first failing check, else the overall verdict."""
+    failing = [t for t in targets if t not in ("overall", "refused") and current.get(t) == "FAIL"]
+    return failing[0] if failing else ("overall" if "overall" in targets else targets[0])
+
+
 def _override_form(response_id: int, evaluation_id: int, current: dict[str, str | None], targets: list[str],
                    reviewer: str | None, next_in_queue: int | None) -> None:
     st.subheader("Override")
     disabled = reviewer is None
-    if st.session_state.get("override_target") not in targets:
-        st.session_state.pop("override_target", None)  # a check this bot does not run: back to the default
+    if (st.session_state.get("override_target") not in targets  # a check this bot does not run
+            or st.session_state.get("override_target_of") != response_id):  # another response: its own default
+        st.session_state["override_target"] = default_target(targets, current)
+        st.session_state["override_target_of"] = response_id
     target = st.selectbox("What to override", targets, key="override_target", disabled=disabled,
-                          format_func=lambda t: TARGET_LABELS.get(t, t))
+                          format_func=lambda t: TARGET_LABELS.get(t, t),
+                          help="Opens on the first failing check (a false positive is the usual case; the overall "
+                               "verdict follows the checks), else on the overall verdict.")
     values = list(allowed_values(target))
     now = current.get(target)
     value_key, reason_key = _form_keys(response_id, target)

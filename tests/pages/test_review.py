@@ -116,6 +116,7 @@ def test_overrides_are_appended_and_the_history_keeps_them_all(make_app, sample_
     rid = response_id(query, sample_store, "ramayana", "q34", "openai")
     legacy = evaluation_id(query, sample_store, "ramayana", "legacy")  # computes FAIL for this refusal
     app = make_app(sample_store, PAGE, response=rid, evaluation=legacy, state={"reviewer": "alice"})
+    app.selectbox(key="override_target").set_value("overall").run()  # it opens on the failing check
     for value, reason in (("PASS", "proper refusal"), ("FAIL", "second thoughts")):
         value_choice(app).set_value(value).run()
         reason_box(app).input(reason)
@@ -231,3 +232,25 @@ def test_change_forgets_the_remembered_name(make_app, sample_store, query):
     assert [h.value for h in app.html if "document.cookie" in h.value] == [
         '<script>document.cookie = "evaluator_reviewer=; path=/; max-age=0; SameSite=Lax";</script>']
     assert app.text_input(key="reviewer_input")  # asks for a name again
+
+
+def test_the_override_form_opens_on_the_failing_check_so_p_corrects_a_false_positive(make_app, sample_store, query):
+    # cp-02 / openai: no_hallucination FAIL on an unverified price (the usual false positive)
+    rid = response_id(query, sample_store, "clearpath", "cp-02", "openai")
+    evaluation = evaluation_id(query, sample_store, "clearpath", "t3_aware")
+    app = make_app(sample_store, PAGE, response=rid, evaluation=evaluation, state={"reviewer": "alice"})
+    assert app.selectbox(key="override_target").value == "no_hallucination"
+    app.button(key="choose_PASS").click().run()  # what the P key clicks
+    reason_box(app).input("the price is on the pricing page")
+    save_button(app).click().run()
+    assert [row[2:5] for row in overrides(query, sample_store)] == [("no_hallucination", "FAIL", "PASS")]
+    # the overall verdict follows the checks: no separate overall override was needed
+    assert any(m.value.startswith("Effective verdict") and "PASS" in m.value for m in app.markdown)
+
+
+def test_the_override_form_opens_on_the_overall_verdict_when_no_check_fails(make_app, sample_store, query):
+    rid = query(sample_store, """SELECT rr.response_id FROM response_results rr JOIN responses r USING (response_id)
+                                 JOIN runs USING (run_id) WHERE runs.name = 'clearpath' AND rr.overall = 'PASS'
+                                 ORDER BY 1 LIMIT 1""")[0][0]
+    app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "alice"})
+    assert app.selectbox(key="override_target").value == "overall"

@@ -36,7 +36,7 @@ def test_a_save_while_the_store_is_busy_is_kept_as_pending_and_lands_later(make_
                                                                            hold_store):
     rid = _rid(query, sample_store)
     app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "Priya"})
-    app.selectbox(key="override_target").select("overall")
+    app.selectbox(key="override_target").select("overall").run()  # it opens on the failing check
     app.radio[0].set_value("PASS").run()  # the form starts on the current verdict, FAIL
     app.text_area[0].input("a price the context supports")
     holder = hold_store(sample_store, "evaluator ingest")
