@@ -51,6 +51,7 @@ PAGE_SIZE = 50
 PAGE_SIZES = (25, 50, 100, 250)
 # The orders Triage offers (?sort=), each a key of SORT_SQL; ties keep response order.
 SORTS = {
+    "needs_review": "Needs a reviewer (failing, then flagged, first)",
     "response": "Response order",
     "verdict": "Verdict (failing first)",
     "flags": "Flags (most first)",
@@ -58,9 +59,12 @@ SORTS = {
     "template": "Template",
     "overridden": "Overridden first",
 }
-DEFAULT_SORT = "response"
+# A run opens on what needs a reviewer, not on PASS cards in file order (issue 31).
+DEFAULT_SORT = "needs_review"
 # Expressions over the filtered rows (r = responses, eff = effective verdicts, fc = flag counts).
 SORT_SQL = {
+    "needs_review": "CASE WHEN eff.overall = 'FAIL' THEN 0 WHEN coalesce(fc.n_flags, 0) > 0 THEN 1 ELSE 2 END, "
+                    "r.response_id",
     "response": "r.response_id",
     "verdict": "CASE eff.overall WHEN 'FAIL' THEN 0 WHEN 'PASS' THEN 1 ELSE 2 END, r.response_id",
     "flags": "coalesce(fc.n_flags, 0) DESC, r.response_id",
@@ -217,7 +221,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
     ctes = f"WITH {response_results_cte(True, '$evaluation_id')}"
     cte_params = Params("c").update({"evaluation_id": filters.evaluation_id})
     joins = ""
-    if sort == "flags":  # flags per response of this evaluation (or of the run's latest computed one)
+    if sort in ("flags", "needs_review"):  # flags per response of this evaluation (or of the run's latest computed one)
         source = cte_params.bind(flags_evaluation_id(con, filters.evaluation_id) or -1)
         ctes += (f", fc AS (SELECT response_id, count(*) AS n_flags FROM flags WHERE evaluation_id = {source} "
                  "GROUP BY 1)")

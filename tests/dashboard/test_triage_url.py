@@ -37,7 +37,7 @@ def test_values_the_page_would_not_offer_mean_no_filter_and_the_defaults(sample_
                                           "verdict": "*", "flag": "made_up", "status": "weird", "sort": "random",
                                           "size": "7", "evaluation": "99999"})
         evaluation = _t3_aware(con, "clearpath")
-    assert parsed == (TriageFilters(evaluation_id=evaluation), "response", 50)
+    assert parsed == (TriageFilters(evaluation_id=evaluation), "needs_review", 50)  # the default sort
 
 
 def test_the_queue_keeps_the_list_and_the_view_not_the_page():

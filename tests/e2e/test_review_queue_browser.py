@@ -15,7 +15,8 @@ from playwright.sync_api import expect
 # One store and one server for the module: only the first test writes (its three overrides).
 pytestmark = pytest.mark.xdist_group("e2e_review_queue")
 
-FILTERS = {"run": "clearpath", "provider": "openai", "verdict": "PASS"}
+# In response order (the queue's order is Triage's sort; its default puts flagged responses first).
+FILTERS = {"run": "clearpath", "provider": "openai", "verdict": "PASS", "sort": "response"}
 REASONS = ["just a refusal, fine for a jargon question", "wrong: the price is not in the context",
            "keys j k f r n p typed here stay text"]
 

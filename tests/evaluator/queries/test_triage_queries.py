@@ -46,10 +46,10 @@ def _evaluation(con: duckdb.DuckDBPyConnection, run: str) -> int:
 def test_page_and_count_gives_the_total_and_the_page(sample_store):
     with duckdb.connect(str(sample_store), read_only=True) as con:
         filters = TriageFilters(evaluation_id=_evaluation(con, "ramayana"))
-        total, shown, rows = page_and_count(con, filters, 2, page_size=30)
+        total, shown, rows = page_and_count(con, filters, 2, page_size=30, sort="response")
         assert (total, shown, len(rows)) == (80, 2, 30)
         assert total == triage.count(con, filters)
-        first = page_and_count(con, filters, 1, page_size=30)[2]
+        first = page_and_count(con, filters, 1, page_size=30, sort="response")[2]
         assert [r["response_id"] for r in first] == sorted(r["response_id"] for r in first)
         assert max(r["response_id"] for r in first) < min(r["response_id"] for r in rows)
 
@@ -187,3 +187,18 @@ def test_search_matches_give_spans_of_every_term_ignoring_case():
     spans = triage.search_matches(text, "\u201cking dasharatha\u201d \"Rama's\"")
     assert [(text[s["start"]:s["end"]], s["kind"]) for s in spans] == [
         ("King DASHARATHA", "search_match"), ("king Dasharatha", "search_match"), ("Rama\u2019s", "search_match")]
+
+
+def test_triage_opens_on_failing_responses_then_flagged_ones_then_the_rest(sample_store):
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        evaluation = _evaluation(con, "clearpath")
+        filters = TriageFilters(evaluation_id=evaluation)
+        _, _, rows = page_and_count(con, filters, 1, page_size=100)
+        flagged = {r[0] for r in con.execute("SELECT DISTINCT response_id FROM flags WHERE evaluation_id = ?",
+                                             [evaluation]).fetchall()}
+        overall = dict(con.execute("SELECT response_id, overall FROM response_results WHERE evaluation_id = ?",
+                                   [evaluation]).fetchall())
+    ranks = [0 if overall[r["response_id"]] == "FAIL" else 1 if r["response_id"] in flagged else 2 for r in rows]
+    assert ranks == sorted(ranks) and {0, 2} <= set(ranks)
+    ids = [r["response_id"] for r in rows]
+    assert ids == [i for _, i in sorted(zip(ranks, ids, strict=True))]  # response order within each group
