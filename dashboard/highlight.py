@@ -227,6 +227,15 @@ def inline(text: str | None) -> str:
     return break_autolinks(" ".join((text or "").split()).translate(_INLINE_TABLE))
 
 
+_TITLE_TABLE = {code: visible_token(code) for code in INVISIBLE}  # an attribute shows no invisible character
+ID_CHARS = 16  # a longer retrieved id (a 32-character document hash) is shortened; its tooltip holds it
+
+
+def short_id(item_id: str) -> str:
+    """A retrieved item's id cut to its start and end, so the passage beside it gets the width."""
+    return item_id if len(item_id) <= ID_CHARS else f"{item_id[:8]}…{item_id[-5:]}"
+
+
 def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, recorded: bool = True) -> str:
     """Retrieved items with scores as a safe HTML table; items below the threshold are dimmed.
     ``recorded`` False: the run's file records no retrieval, so no items is not "nothing was
@@ -237,12 +246,14 @@ def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, rec
         # An item without a score was not ranked by similarity: it is context, never "below" (issue 13).
         below = score is not None and float(score) < threshold
         score_text = "no score" if score is None else f"{float(score):.2f}"
+        item_id = str(item.get("id", ""))
+        title, shown_id = html.escape(item_id.translate(_TITLE_TABLE)), escape_text(short_id(item_id))
         note = f' <span style="font-size:0.75rem">(below {threshold:g})</span>' if below else ""
         style = "opacity:0.45;" if below else ""
         rows.append(
             f'<tr data-below="{str(below).lower()}" style="{style}vertical-align:top">'
             f'<td style="padding:0.25rem 0.5rem">{escape_text(str(item.get("rank", "")))}</td>'
-            f'<td style="padding:0.25rem 0.5rem;white-space:nowrap">{escape_text(str(item.get("id", "")))}</td>'
+            f'<td style="padding:0.25rem 0.5rem;white-space:nowrap" title="{title}">{shown_id}</td>'
             f'<td style="padding:0.25rem 0.5rem;white-space:nowrap">{score_text}{note}</td>'
             f'<td {BIDI} style="padding:0.25rem 0.5rem;white-space:pre-wrap;overflow-wrap:break-word;'
             f'unicode-bidi:isolate">'

@@ -224,3 +224,12 @@ def test_inline_html_splits_what_markdown_would_link():
     for linkable in ("dana@", "https:", "www."):
         assert linkable not in html.unescape(out), linkable
     assert visible_text(out) == "dana@example.com https://evil.example www.evil.example"
+
+
+def test_a_long_retrieved_id_is_shortened_with_the_whole_id_in_its_tooltip():
+    long_id = "3f2a9c81d0e4b7a6c5d4e3f2a1b0c9d8"
+    out = retrieved_table([{"rank": 1, "id": long_id, "score": 0.5, "text": "a passage"},
+                           {"rank": 2, "id": 'kb-"9"\x1b', "score": 0.5, "text": "another"}], 0.35)
+    assert "3f2a9c81…0c9d8" in visible_text(out) and long_id not in visible_text(out)
+    assert f'title="{long_id}"' in out
+    assert 'title="kb-&quot;9&quot;' in out and "\x1b" not in out
