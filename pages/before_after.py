@@ -179,7 +179,7 @@ fig = charts.bar(long, x="provider", y="pass_rate", color="evaluation", barmode=
                  color_discrete_sequence=["#9e9e9e", "#1565c0"])
 fig.update_yaxes(tickformat=".0%")
 fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it
-fig.update_traces(textposition="outside", textfont_size=11, cliponaxis=False)
+fig.update_traces(textposition="outside", textfont_size=12, cliponaxis=False)
 charts.titled(fig, legend="", height=360, margin={"t": 40, "b": 10})
 st.plotly_chart(fig, key="before_after_chart")
 if n_providers > len(shown):

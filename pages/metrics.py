@@ -53,7 +53,7 @@ if everything:
     fig = charts.bar(long, x="provider", y="value", color="run", barmode="group", facet_col="metric",
                      text="label", range_y=[0, 1.1], labels={"provider": "", "value": ""},
                      category_orders={"provider": list(labels.values()), "run": list(run_labels.values())})
-    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_traces(textposition="outside", textfont_size=12, cliponaxis=False)
     charts.titled(fig, height=340, margin={"t": 40, "b": 10})
     st.plotly_chart(fig, key="metrics_all_chart")
     if n_all > len(all_shown):
@@ -89,7 +89,9 @@ for start in range(0, len(cards), 4):
         with column:
             text, full = names.heading(r["provider"])
             st.markdown(f"**{text}**", help=full)
-            left, right = st.columns(2)
+            # Two cards side by side only when a provider has half the row: four providers a row leave
+            # each ~190 px at 1280, where "0.9283" beside its twin is cut to "0…".
+            left, right = st.columns(2) if len(row) <= 2 else (st.container(), st.container())
             left.metric("F1GR", "—" if r["f1gr"] is None else f"{r['f1gr']:.4f}", border=True)
             right.metric("F1AC", "—" if r["f1ac"] is None else f"{r['f1ac']:.4f}", border=True)
 if n_mine > len(cards):

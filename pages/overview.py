@@ -133,8 +133,7 @@ else:
                       f"(%{{customdata[0]}}/%{{customdata[1]}}), 95% CI %{{customdata[2]:{fmt.PLOTLY_PERCENT}}}–"
                       f"%{{customdata[3]:{fmt.PLOTLY_PERCENT}}}<extra></extra>",
     )
-    charts.titled(fig, legend="run", height=max(300, 110 + int(bars) * BAR_PX), margin={"t": 40, "b": 10},
-                  uniformtext_minsize=9, uniformtext_mode="hide")
+    charts.titled(fig, legend="run", height=max(300, 110 + int(bars) * BAR_PX), margin={"t": 40, "b": 10})
     st.plotly_chart(fig, key="pass_rates_chart")
     st.caption("Bars: share of responses that pass; whiskers: 95% Wilson interval.")
     rates_df = pd.DataFrame(names.label_rows(rates_df.to_dict("records"), rest_all))
