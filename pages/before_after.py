@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, fmt, names
-from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard.common import md, overrides_toggle, recompute_hint, select_in_url, sidebar_run_picker, store
 from dashboard.shell import served_by_app
 from evaluator.queries import before_after as q
 
@@ -37,8 +37,8 @@ with store() as con:
         st.stop()
     options = q.rulesets(con, run)
     if len(options) < 2:
-        st.info(f"Run {md(run)} has only {', '.join(md(o) for o in options) or 'no'} evaluation(s); a before/after "
-                f"needs two. Compute one: {code(f'python -m evaluator recompute --run {run} --ruleset t3_aware')}.")
+        has = f"only the {md(options[0])} evaluation" if options else "no evaluation"
+        st.info(f"Run {md(run)} has {has}; a before/after needs two. {recompute_hint(run, options)}")
         st.stop()
     name_a = select_in_url("A — before", "a", options, default="recorded" if "recorded" in options else "legacy",
                            container=st.sidebar)

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import fmt, names, reviewing, table
-from dashboard.common import select_in_url, sidebar_run_picker, store
+from dashboard.common import recompute_hint, select_in_url, sidebar_run_picker, store
 from dashboard.highlight import highlight, inline
 from dashboard.shell import served_by_app
 from dashboard.triage_url import filters_from_query, review_params
@@ -253,8 +253,7 @@ with store() as con:
     run_id = q.run_id(con, run)
     evaluations = q.evaluations_of_run(con, run_id) if run_id is not None else []
     if not evaluations:
-        st.info(f"Run {inline(run)} has no evaluation yet: "
-                "`python -m evaluator recompute --run RUN --ruleset t3_aware`.")
+        st.info(f"Run {inline(run)} has no evaluation yet. {recompute_hint(run, [])}")
         st.stop()
     labels = {e["evaluation_id"]: q.evaluation_label(e) for e in evaluations}
     evaluation_id = select_in_url("Evaluation (rule set)", "evaluation", list(labels),

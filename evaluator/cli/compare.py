@@ -118,13 +118,17 @@ def compare_rulesets(con: duckdb.DuckDBPyConnection, run: str, ruleset_a: str, r
         rows = ba.summary()
         changes = ba.check_changes()
         flipped = ba.flips(limit=args.limit) if args.limit else []
-    outside = before_after.non_t3_changes(rows)
+    # Only a templated run (T1/T2/T3) has a T3 fix to keep apart from T1/T2: on a run without templates a
+    # rule change is meant to move verdicts, so there is no T1/T2 warning (the flips are listed).
+    templated = any(r["template"] in ("T1", "T2", "T3") for r in rows)
+    outside = before_after.non_t3_changes(rows) if templated else []
     return {
         "mode": "rulesets", "run": run, "with_overrides": args.with_overrides,
         "a": {"ruleset": ruleset_a, "evaluation_id": ida, "duration_s": timing["a_s"]},
         "b": {"ruleset": ruleset_b, "evaluation_id": idb, "duration_s": timing["b_s"]},
         "pass_rates": rows,
         "false_failure_definition": before_after.FALSE_FAILURE_DEFINITION,
+        "templated": templated,
         "t1_t2_changed": bool(outside),
         "non_t3_changes": outside,
         "check_changes": changes,
@@ -175,6 +179,9 @@ def print_before_after(result: dict[str, Any]) -> None:
     if result["t1_t2_changed"]:
         where = ", ".join(f"{r['template']}/{r['provider']}: {r['flipped']}" for r in result["non_t3_changes"])
         print(f"WARNING: T1/T2 verdicts changed ({where})\n")
+    elif not result["templated"] and result["flips"]["count"]:
+        print(f"This run has no templates: {result['flips']['count']} response verdict(s) differ between A and B "
+              "(listed below).\n")
     print("Pass rates and false-failure rates")
     print_table([{
         "provider": r["provider"], "template": r["template"], "n": r["n"], "pass A": _pct(r["pass_rate_a"]),
