@@ -56,7 +56,9 @@ def _pages() -> dict[str, list[StreamlitPage]]:
         "For reviewers": [
             page("triage", "Triage", "filter_list"),
             page("review", "Review", "rate_review"),
-            page("agreement", "Agreement", "groups"),
+            # annotators' ratings vs each other and vs the checks (url /agreement, as before); Triage's
+            # "Reviewer overrides vs evaluator" tab is the reviewers' side
+            page("agreement", "Human labels", "groups"),
         ],
     }
 

@@ -176,7 +176,7 @@ def _cell_list(con, run_id: int, evaluation_id: int, with_overrides: bool, mappe
     _pager("cell_page", total)
 
 
-st.title("Agreement")
+st.title("Human labels")
 with store() as con:
     run = sidebar_run_picker(con)
     if not run:

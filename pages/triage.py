@@ -120,8 +120,12 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict, search: str
                 reviewing.retrieved(details["retrieved"], shown["threshold"], recorded=row["retrieval_recorded"])
 
 
+# Reviewers' overrides against the evaluator's verdicts; the Human labels page is the annotators' side.
+OVERRIDES_TAB = "Reviewer overrides vs evaluator"
+
+
 def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
-    st.subheader("Evaluator agreement")
+    st.subheader(OVERRIDES_TAB)
     st.caption("How often reviewers overturned this evaluation's automated verdicts, per check and template. "
                "It counts **reviewed verdicts only**: a verdict is reviewed once it has an override (confirming "
                "it with the same value counts too). False-failure rate = computed FAIL overturned (to PASS, or "
@@ -290,7 +294,7 @@ with store() as con:
 
     # Tabs bound to the URL (?tab=…) run only the open tab's code: the agreement figures cost
     # as much as a page of responses at 1M and are not needed while triaging.
-    responses_tab, agreement_tab = st.tabs(["Responses", "Evaluator agreement"], key="tab", bind="query-params")
+    responses_tab, agreement_tab = st.tabs(["Responses", OVERRIDES_TAB], key="tab", bind="query-params")
     if responses_tab.open:
         with responses_tab:
             _responses(con, run)

@@ -94,3 +94,14 @@ def test_bar_value_labels_are_readable_or_absent(server, laptop, path):
     if "metrics" not in path:  # these charts have room for their labels
         assert sizes, path
     assert all(size >= 10.5 for size in sizes), (path, sorted(sizes)[:5])
+
+
+def test_the_human_labels_page_and_the_overrides_tab_are_named_apart(server, laptop):
+    laptop.goto(f"{server}/triage?run=ramayana")
+    _settled(laptop)
+    nav = laptop.locator('[data-testid="stSidebarNav"]')
+    expect(nav.get_by_text("Human labels", exact=True)).to_be_visible(timeout=30_000)
+    expect(nav.get_by_text("Agreement", exact=True)).to_have_count(0)
+    expect(laptop.get_by_role("tab", name="Reviewer overrides vs evaluator")).to_be_visible()
+    nav.get_by_text("Human labels", exact=True).click()
+    expect(laptop.get_by_role("heading", name="Human labels", exact=True)).to_be_visible(timeout=30_000)

@@ -1,5 +1,5 @@
-"""Agreement page: annotators vs each other (alpha, most-disagreed responses) and checks vs the humans
-(confusion matrix whose cells link to the responses behind them), on the real app and store."""
+"""Human labels page (pages/agreement.py): annotators vs each other (alpha, most-disagreed responses)
+and checks vs the humans (confusion matrix whose cells link to the responses behind them), on the real app and store."""
 
 from __future__ import annotations
 
