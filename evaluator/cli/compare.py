@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from evaluator.cli.common import load_rules_arg, print_json, print_table
+from evaluator.cli.common import inert, load_rules_arg, print_json, print_table
 from evaluator.core.errors import UsageError
 from evaluator.pipeline.evaluations import ensure_evaluation, recorded_evaluation, ruleset_evaluation
 from evaluator.queries import before_after, compare
@@ -151,7 +151,8 @@ def _pp_interval(ci: list[float] | None) -> str:
 
 def print_runs(result: dict[str, Any]) -> None:
     pairing = result["pairing"]
-    print(f"{result['run_a']} (A) -> {result['run_b']} (B) under {result['ruleset']}: {pairing['paired']} pairs "
+    print(f"{inert(result['run_a'])} (A) -> {inert(result['run_b'])} (B) under {inert(result['ruleset'])}: "
+          f"{pairing['paired']} pairs "
           f"(same question_id + provider), {pairing['only_a']} only in A, {pairing['only_b']} only in B\n")
     print("Pass rates (95% Wilson intervals; delta: Newcombe interval)")
     columns = ["provider", "template", "A", "A 95% CI", "B", "B 95% CI", "delta", "delta 95% CI"]
@@ -174,10 +175,11 @@ def print_runs(result: dict[str, Any]) -> None:
 
 def print_before_after(result: dict[str, Any]) -> None:
     a, b = result["a"], result["b"]
-    print(f"{result['run']}: A = {a['ruleset']} (evaluation {a['evaluation_id']}) -> "
-          f"B = {b['ruleset']} (evaluation {b['evaluation_id']})\n")
+    print(f"{inert(result['run'])}: A = {inert(a['ruleset'])} (evaluation {a['evaluation_id']}) -> "
+          f"B = {inert(b['ruleset'])} (evaluation {b['evaluation_id']})\n")
     if result["t1_t2_changed"]:
-        where = ", ".join(f"{r['template']}/{r['provider']}: {r['flipped']}" for r in result["non_t3_changes"])
+        where = ", ".join(f"{inert(r['template'])}/{inert(r['provider'])}: {r['flipped']}"
+                          for r in result["non_t3_changes"])
         print(f"WARNING: T1/T2 verdicts changed ({where})\n")
     elif not result["templated"] and result["flips"]["count"]:
         print(f"This run has no templates: {result['flips']['count']} response verdict(s) differ between A and B "
@@ -201,7 +203,7 @@ def print_before_after(result: dict[str, Any]) -> None:
     timing = result["duration"]
     if timing["ratio"] is None:
         missing = [s["ruleset"] for s in (a, b) if s["duration_s"] is None]
-        print(f"\nDuration: none for {', '.join(missing)} (recorded verdicts come from the run file)")
+        print(f"\nDuration: none for {', '.join(inert(m) for m in missing)} (recorded verdicts come from the run file)")
     else:
         verdict = "within" if timing["within_limit"] else "OVER"
         print(f"\nDuration: A {timing['a_s']:.2f} s, B {timing['b_s']:.2f} s: B/A = {timing['ratio']:.2f} "
