@@ -75,5 +75,5 @@ def test_triage_reasons_read_clean_and_the_agreement_tab_runs_when_opened(server
     page.get_by_role("tab", name="Reviewer overrides vs evaluator").click()
     expect(page.get_by_text("How often reviewers overturned this evaluation's automated verdicts")
            ).to_be_visible(timeout=30_000)
-    expect(page).to_have_url(re.compile(r"[?&]tab=Evaluator"))
+    expect(page).to_have_url(re.compile(r"[?&]tab=Reviewer"))
     expect(page.locator("div.answer")).to_have_count(0)
