@@ -100,7 +100,8 @@ def extra_scenarios(db: str, run: str) -> list[tuple[str, str, dict[str, str]]]:
     return [
         ("Triage: one provider outside the top", page["triage"], {**base, "provider": provider}),
         ("Triage: provider filter typed", page["triage"], {**base, "provider_filter": typed}),
-        ("Triage: Evaluator agreement tab", page["triage"], {**base, "tab": "Evaluator agreement"}),
+        ("Triage: Reviewer overrides vs evaluator tab", page["triage"],
+         {**base, "tab": "Reviewer overrides vs evaluator"}),
         ("Overview: providers filtered", page["overview"], {**base, "providers": typed}),
         ("Before/after: flips of one provider", page["before_after"], {**base, "flip_provider": provider}),
         ("Review: response picker, filtered", page["review"], {**base, "find": question_id[:8]}),

@@ -83,10 +83,19 @@ def heatmap(grid: list[list[int]], *, x: Iterable[object], y: Iterable[object], 
                      labels={k: inert(v) for k, v in (labels or {}).items()} or None, **kwargs)
 
 
+LABEL_MIN_PX = 11  # a bar's value label is drawn at least this large, or not at all (the hover and table keep it)
+
+
 def titled(fig: go.Figure, *, legend: object | None = None, **layout: Any) -> go.Figure:
-    """update_layout with an escaped legend title (other layout keys as given: our own words)."""
+    """update_layout with an escaped legend title (other layout keys as given: our own words).
+
+    Bar value labels are readable or absent: Plotly shrinks a label to its bar's width, so on many
+    thin bars they turn tiny and overlap; uniformtext hides those below LABEL_MIN_PX instead.
+    """
     if legend is not None:
         layout["legend_title_text"] = inert(legend)
+    layout.setdefault("uniformtext_minsize", LABEL_MIN_PX)
+    layout.setdefault("uniformtext_mode", "hide")
     fig.update_layout(**layout)
     return fig
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -128,6 +129,36 @@ def code(text: str) -> str:
     """Inline code that no backtick in `text` can close early."""
     fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
     return f"{fence} {text} {fence}"
+
+
+def command(*args: str) -> str:
+    """`python -m evaluator ARGS` as inline code to copy: every argument shell-quoted (a run named
+    `a b` or `x;rm` is one word), invisible characters shown, never a placeholder."""
+    line = " ".join(["python -m evaluator", *(shlex.quote(str(a)) for a in args)])
+    return code(line.translate(_VISIBLE))
+
+
+PREFERRED_RULESETS = ("t3_aware", "legacy")  # what a run is evaluated under when nothing says otherwise
+
+
+def ruleset_to_add(has: Sequence[str], others: Sequence[str] = ()) -> str | None:
+    """A computed rule set to suggest for a run that has the evaluations `has`: one that `others`
+    (another run's) has first (t3_aware before legacy before the rest), then t3_aware, then legacy —
+    never one the run already has."""
+    for name in [*(p for p in PREFERRED_RULESETS if p in others), *others, *PREFERRED_RULESETS]:
+        if name != "recorded" and name not in has:
+            return name
+    return None
+
+
+def recompute_hint(run: str, has: Sequence[str], others: Sequence[str] = ()) -> str:
+    """'Evaluate RUN under R: `python -m evaluator recompute --run RUN --ruleset R`' for a rule set
+    the run lacks ('' when it has them all)."""
+    ruleset = ruleset_to_add(has, others)
+    if ruleset is None:
+        return ""
+    return (f"Evaluate {md(run)} under {md(ruleset)}: "
+            f"{command('recompute', '--run', run, '--ruleset', ruleset)}.")
 
 
 def overrides_toggle(help_text: str = OVERRIDES_HELP) -> bool:

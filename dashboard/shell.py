@@ -26,6 +26,17 @@ from streamlit.runtime.pages_manager import PagesManager
 ROOT = Path(__file__).resolve().parents[1]
 FAVICON = ROOT / "dashboard" / "static" / "favicon.png"  # served by the app itself: no font host
 
+# A headline number is read whole or not at all: Streamlit cuts an st.metric's label and value
+# with an ellipsis when its column is narrow (1280 px, three or four columns). Let them wrap at
+# their spaces instead ("12.5% →" over "100.0%"), never inside a word.
+METRIC_CSS = """<style>
+[data-testid="stMetric"] [data-testid="stMarkdownContainer"],
+[data-testid="stMetric"] [data-testid="stMarkdownContainer"] p {
+  white-space: normal; overflow: visible; text-overflow: clip; overflow-wrap: normal;
+}
+[data-testid="stMetricValue"] [data-testid="stMarkdownContainer"] p { line-height: 1.15; }
+</style>"""
+
 
 def _pages() -> dict[str, list[StreamlitPage]]:
     def page(name: str, title: str, icon: str) -> StreamlitPage:
@@ -45,7 +56,9 @@ def _pages() -> dict[str, list[StreamlitPage]]:
         "For reviewers": [
             page("triage", "Triage", "filter_list"),
             page("review", "Review", "rate_review"),
-            page("agreement", "Agreement", "groups"),
+            # annotators' ratings vs each other and vs the checks (url /agreement, as before); Triage's
+            # "Reviewer overrides vs evaluator" tab is the reviewers' side
+            page("agreement", "Human labels", "groups"),
         ],
     }
 
@@ -53,6 +66,7 @@ def _pages() -> dict[str, list[StreamlitPage]]:
 def navigation() -> StreamlitPage:
     """Page config and navigation of the app; returns the page the URL asks for."""
     st.set_page_config(page_title="RAG evaluation review", page_icon=str(FAVICON), layout="wide")
+    st.html(METRIC_CSS)  # style only: Streamlit puts it out of the page flow
     return st.navigation(_pages())
 
 

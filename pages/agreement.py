@@ -1,8 +1,9 @@
 """Agreement: where annotators disagree with each other, and where the evaluator disagrees with them.
 
 Per label, Krippendorff's alpha among annotators and the responses they disagree on most; per
-check mapped to a label (defaults: faithfulness-like -> no_hallucination, relevance-like ->
-answers_question, PASS at the scale's midpoint; or typed `check=label>=3`), the confusion matrix
+check mapped to a label (default: faithfulness-like -> no_hallucination, PASS at the scale's
+midpoint; or typed `check=label>=3`), with a warning where the figures say little (a nearly
+constant label, a label of another kind than the check), the confusion matrix
 of the check vs the human majority, each cell linking to the responses behind it (listed on this
 page, each with its Review link). Everything is aggregated in SQL (evaluator.queries.agreement).
 """
@@ -98,7 +99,8 @@ def _mapping_texts() -> list[str]:
     typed = st.sidebar.text_input(
         "Map checks to labels", value=in_url, key="url_map", placeholder="no_hallucination=faithfulness>=3",
         help="CHECK=LABEL>=N, several separated by ';'. Empty: faithfulness-like labels -> no_hallucination, "
-             "relevance-like -> answers_question, PASS at or above the scale's midpoint.").strip()
+             "PASS at or above the scale's midpoint (relevance is not answerability: no default for it)."
+             ).strip()
     if typed != in_url:
         if typed:
             st.query_params["map"] = typed
@@ -133,6 +135,8 @@ def _evaluator(con, run: str, run_id: int, evaluation_id: int | None, with_overr
         confusion = result["confusion"]
         with st.container(border=True):
             st.subheader(inline(result["rule"]))
+            for caveat in result["caveats"]:
+                st.warning(inline(caveat), icon=":material/warning:")
             cells = st.columns(4)
             cells[0].metric("Responses compared", f"{confusion.n:,}")
             cells[1].metric("Cohen's kappa", _figure(confusion.kappa()))
@@ -173,7 +177,7 @@ def _cell_list(con, run_id: int, evaluation_id: int, with_overrides: bool, mappe
     _pager("cell_page", total)
 
 
-st.title("Agreement")
+st.title("Human labels")
 with store() as con:
     run = sidebar_run_picker(con)
     if not run:

@@ -6,15 +6,17 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, fmt, names
-from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard.common import md, overrides_toggle, recompute_hint, select_in_url, sidebar_run_picker, store
 from dashboard.shell import served_by_app
 from evaluator.queries import before_after as q
+from evaluator.rules.describe import TEMPLATE_WORDS
 
 served_by_app()
 
 PAGE_SIZE = 25
 ALL = "(all)"
 PROVIDER_PAGE = "providers_page"
+TEMPLATE_NAMES = {"T1": "textual", "T2": "interpretive", "T3": "refusal"}  # the headline cards' short words
 EXPLAINED = 50  # responses listed where the recorded verdicts and the legacy recompute disagree
 
 
@@ -37,8 +39,8 @@ with store() as con:
         st.stop()
     options = q.rulesets(con, run)
     if len(options) < 2:
-        st.info(f"Run {md(run)} has only {', '.join(md(o) for o in options) or 'no'} evaluation(s); a before/after "
-                f"needs two. Compute one: {code(f'python -m evaluator recompute --run {run} --ruleset t3_aware')}.")
+        has = f"only the {md(options[0])} evaluation" if options else "no evaluation"
+        st.info(f"Run {md(run)} has {has}; a before/after needs two. {recompute_hint(run, options)}")
         st.stop()
     name_a = select_in_url("A — before", "a", options, default="recorded" if "recorded" in options else "legacy",
                            container=st.sidebar)
@@ -51,6 +53,7 @@ with store() as con:
     assert eval_a is not None and eval_b is not None
     ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
     timing = q.durations(con, ida, idb)
+    what_changed = q.rule_change(con, ida, idb)
     # A = legacy tells a different story than the run file's recorded verdicts where they disagree: say why.
     recorded = q.latest_evaluation(con, run, "recorded") if "legacy" in (name_a, name_b) else None
     legacy = eval_a if name_a == "legacy" else eval_b
@@ -91,6 +94,11 @@ def describe(evaluation: dict) -> str:
 
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
 st.markdown(f"Run **{md(run)}** — A = {describe(eval_a)} → B = {describe(eval_b)}; {verdicts}.")
+# what the rule-set change does, generated from the two rule sets' difference, and the templates in words
+if what_changed:
+    st.info(f"**What changes:** {md(what_changed)}", icon=":material/rule:")
+if any(t in ("T1", "T2", "T3") for t in templates):
+    st.caption("Templates: " + "; ".join(TEMPLATE_WORDS[t] for t in ("T1", "T2", "T3") if t in templates) + ".")
 
 # --- the loud part: verdicts outside T3 must not change --------------------------------------
 # Only a templated run (T1/T2/T3) has a T3 fix to keep apart; on a run without templates (the rag
@@ -147,7 +155,8 @@ st.subheader("Pass rate and false-failure rate, all providers")
 columns = st.columns(max(1, len(totals)))
 for column, r in zip(columns, totals, strict=False):
     label = md(fmt.template(r["template"]))
-    column.metric(f"{label} pass rate ({r['n']} responses)",
+    words = f"{TEMPLATE_NAMES[r['template']]}, " if r["template"] in TEMPLATE_NAMES else ""
+    column.metric(f"{label} pass rate ({words}{r['n']} responses)",
                   f"{fmt.percent(r['pass_rate_a'])} → {fmt.percent(r['pass_rate_b'])}",
                   **change(r["delta"]), border=True)
     column.metric(f"{label} false-failure rate",
@@ -179,7 +188,7 @@ fig = charts.bar(long, x="provider", y="pass_rate", color="evaluation", barmode=
                  color_discrete_sequence=["#9e9e9e", "#1565c0"])
 fig.update_yaxes(tickformat=".0%")
 fig.update_xaxes(matches=None)  # each template panel lists only the providers that have it
-fig.update_traces(textposition="outside", textfont_size=11, cliponaxis=False)
+fig.update_traces(textposition="outside", textfont_size=12, cliponaxis=False)
 charts.titled(fig, legend="", height=360, margin={"t": 40, "b": 10})
 st.plotly_chart(fig, key="before_after_chart")
 if n_providers > len(shown):

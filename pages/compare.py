@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, fmt, names, word_diff
-from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard.common import md, overrides_toggle, recompute_hint, select_in_url, sidebar_run_picker, store
 from dashboard.shell import served_by_app
 from evaluator.queries import compare as q
 
@@ -61,13 +61,19 @@ with store() as con:
     if not others:
         st.info("Only one run in the store: ingest another run of the same golden set to compare.")
         st.stop()
-    run_b = select_in_url("Run B (after)", "against", others, default=q.default_against(con, run_a),
-                          container=st.sidebar)
+    related = q.default_against(con, run_a)  # None: no other run shares a question with A
+    run_b = select_in_url("Run B (after)", "against", others, default=related, container=st.sidebar)
     shared_questions = q.shared_questions(con, run_a, run_b)
     shared = q.common_rulesets(con, run_a, run_b)
     if not shared:
-        st.info(f"{md(run_a)} and {md(run_b)} have no rule set in common. Evaluate both: "
-                f"{code(f'python -m evaluator recompute --run {run_b} --ruleset t3_aware')}.")
+        has_a, has_b = q.rulesets(con, run_a), q.rulesets(con, run_b)
+        have = "; ".join(f"{md(r)} has {', '.join(md(x) for x in has) or 'no evaluation'}"
+                         for r, has in ((run_a, has_a), (run_b, has_b)))
+        # the run that lacks the other's rule set is the one to evaluate (both, when neither has one)
+        hints = [recompute_hint(r, has, other) for r, has, other in ((run_b, has_b, has_a), (run_a, has_a, has_b))
+                 if not has or not other or [x for x in other if x != "recorded" and x not in has]]
+        st.info(f"{md(run_a)} and {md(run_b)} have no rule set in common ({have}). "
+                + " ".join(h for h in dict.fromkeys(hints) if h))
         st.stop()
     ruleset = select_in_url("Rule set", "ruleset", shared, default="t3_aware", container=st.sidebar)
     with_overrides = overrides_toggle()
@@ -94,8 +100,10 @@ st.caption(f"Pairs = the same question_id and provider in both runs: {pairing['p
            f"{pairing['only_a']} responses only in A, {pairing['only_b']} only in B.")
 if shared_questions == 0:
     st.warning(f"{md(run_a)} and {md(run_b)} share no question: they are not runs of the same golden set, so no "
-               "response can be paired, nothing can flip and there is no paired test. Pass rates are shown "
-               "side by side.")
+               "response can be paired, nothing can flip and there is no paired test. A difference of their "
+               "pass rates would measure other questions, not a change: no headline delta is given, only "
+               "each run's pass rates side by side."
+               + ("" if related is not None else f" No other run in the store shares a question with {md(run_a)}."))
 elif pairing["paired"] == 0:
     st.warning(f"{md(run_a)} and {md(run_b)} share {shared_questions:,} question(s) but no provider answered one "
                "of them in both runs (pairs are the same question_id and provider): they are not runs of the "
@@ -103,26 +111,26 @@ elif pairing["paired"] == 0:
 
 overall = next((t for t in tests if t["provider"] == q.ALL and t["template"] == q.ALL), None)
 total = next((r for r in rates if r["provider"] == q.ALL and r["template"] == q.ALL), None)
-cols = st.columns([1.6, 1, 1, 1])
-if total is not None:
+if shared_questions and total is not None and overall is not None:  # no shared question: no headline (said above)
+    cols = st.columns([1.6, 1, 1, 1])
     cols[0].metric("Pass rate, all responses", f"{fmt.percent(total['rate_a'])} → {fmt.percent(total['rate_b'])}",
                    None if total["delta"] is None else f"{total['delta'] * 100:+.1f} pp", border=True)
-cols[1].metric("Regressions (pass → fail)", summary["regressions"]["count"], border=True)
-cols[2].metric("Fixes (fail → pass)", summary["fixes"]["count"], border=True)
-if overall is not None and pairing["paired"] == 0:
-    cols[3].metric("McNemar exact p (all pairs)", fmt.MISSING, border=True, help="No pairs: nothing to test.")
-elif overall is not None:
-    cols[3].metric("McNemar exact p (all pairs)", p_text(overall["p_value"]), border=True)
-    b, c = overall["regressions"], overall["fixes"]
-    if b + c == 0:
-        st.info("No pair flipped: A and B agree on every paired response.")
-    elif overall["p_value"] < ALPHA:
-        better = "better" if c > b else "worse"
-        st.success(f"B is {better} than A beyond chance: {c} fixes vs {b} regressions among {overall['pairs']} "
-                   f"pairs (McNemar exact p = {p_text(overall['p_value'])} < {ALPHA}).")
+    cols[1].metric("Regressions (pass → fail)", summary["regressions"]["count"], border=True)
+    cols[2].metric("Fixes (fail → pass)", summary["fixes"]["count"], border=True)
+    if pairing["paired"] == 0:
+        cols[3].metric("McNemar exact p (all pairs)", fmt.MISSING, border=True, help="No pairs: nothing to test.")
     else:
-        st.info(f"Not significant: {c} fixes vs {b} regressions among {overall['pairs']} pairs could be chance "
-                f"(McNemar exact p = {p_text(overall['p_value'])} ≥ {ALPHA}).")
+        cols[3].metric("McNemar exact p (all pairs)", p_text(overall["p_value"]), border=True)
+        b, c = overall["regressions"], overall["fixes"]
+        if b + c == 0:
+            st.info("No pair flipped: A and B agree on every paired response.")
+        elif overall["p_value"] < ALPHA:
+            better = "better" if c > b else "worse"
+            st.success(f"B is {better} than A beyond chance: {c} fixes vs {b} regressions among "
+                       f"{overall['pairs']} pairs (McNemar exact p = {p_text(overall['p_value'])} < {ALPHA}).")
+        else:
+            st.info(f"Not significant: {c} fixes vs {b} regressions among {overall['pairs']} pairs could be "
+                    f"chance (McNemar exact p = {p_text(overall['p_value'])} ≥ {ALPHA}).")
 
 st.subheader("Pass rates per template and provider")
 df = pd.DataFrame(rates)

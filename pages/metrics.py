@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, fmt, names
-from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store, store_path
+from dashboard.common import command, md, overrides_toggle, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
 from evaluator.queries import metrics as q
 
@@ -35,6 +35,7 @@ with store() as con:
         con, **stored_for, run_name=run, limit=limit, offset=offset))
     mine = q.results(con, **stored_for, run_name=run, providers=mine_shown)
     matrices = q.confusion(con, mine)
+    gold = q.gold_shape(con, run)
 can_compute = q.compute_available()
 
 overrides_text = "with reviewers' refusal overrides" if with_overrides else "judge decisions only"
@@ -53,7 +54,7 @@ if everything:
     fig = charts.bar(long, x="provider", y="value", color="run", barmode="group", facet_col="metric",
                      text="label", range_y=[0, 1.1], labels={"provider": "", "value": ""},
                      category_orders={"provider": list(labels.values()), "run": list(run_labels.values())})
-    fig.update_traces(textposition="outside", cliponaxis=False)
+    fig.update_traces(textposition="outside", textfont_size=12, cliponaxis=False)
     charts.titled(fig, height=340, margin={"t": 40, "b": 10})
     st.plotly_chart(fig, key="metrics_all_chart")
     if n_all > len(all_shown):
@@ -68,7 +69,7 @@ if everything:
 st.subheader(md(run))
 if not mine:
     st.info(f"No TRUST-SCORE stored for run **{md(run)}** (judge {md(judge)}, {overrides_text}). Compute it "
-            f"with:\n\n{code(f'python -m evaluator metrics --run {run}')}")
+            f"with:\n\n{command('metrics', '--run', run)}")
     if can_compute and st.button("Compute now (heuristic judge)", key="compute_metrics", type="primary"):
         with st.spinner(f"Computing TRUST-SCORE for {md(run)}…"):
             try:
@@ -82,6 +83,19 @@ if not mine:
         st.rerun()
     st.stop()
 
+# F1AC that cannot mean what it seems is said so, not shown as a silent 0.0000.
+f1ac_note = None
+if not gold["claims"]:
+    f1ac_note = (f"F1AC is not meaningful for {md(run)}: none of its {gold['questions']:,} questions carries gold "
+                 "answers, so no answer can be found correct and F1AC is 0 by construction. Read F1GR.")
+elif gold["median_words"] is not None and gold["median_words"] >= q.LONG_FORM_WORDS:
+    f1ac_note = (f"F1AC is not meaningful for {md(run)}: its gold answers are long-form sentences (a typical "
+                 f"claim is {gold['median_words']:.0f} words), and F1AC counts a claim only when it occurs "
+                 "word for word (normalized) in the answer — a correct answer in other words scores 0. Read "
+                 "F1GR; judge correctness with an LLM judge or the human labels.")
+if f1ac_note:
+    st.warning(f1ac_note, icon=":material/warning:")
+
 cards = mine[:CARDS]
 for start in range(0, len(cards), 4):
     row = cards[start:start + 4]
@@ -89,9 +103,13 @@ for start in range(0, len(cards), 4):
         with column:
             text, full = names.heading(r["provider"])
             st.markdown(f"**{text}**", help=full)
-            left, right = st.columns(2)
+            # Two cards side by side only when a provider has half the row: four providers a row leave
+            # each ~190 px at 1280, where "0.9283" beside its twin is cut to "0…".
+            left, right = st.columns(2) if len(row) <= 2 else (st.container(), st.container())
             left.metric("F1GR", "—" if r["f1gr"] is None else f"{r['f1gr']:.4f}", border=True)
-            right.metric("F1AC", "—" if r["f1ac"] is None else f"{r['f1ac']:.4f}", border=True)
+            right.metric("F1AC", "—" if r["f1ac"] is None else f"{r['f1ac']:.4f}", border=True,
+                         **({"delta": "not meaningful here", "delta_color": "off", "delta_arrow": "off",
+                             "help": "See the warning above the cards."} if f1ac_note else {}))
 if n_mine > len(cards):
     st.caption(f"Cards for {len(cards)} of the run's {n_mine:,} providers (most responses first); the tables "
                f"below list {len(mine)} at a time — page through them under the confusion matrix table.")

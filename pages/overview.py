@@ -5,7 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, fmt, names
-from dashboard.common import code, md, overrides_toggle, select_in_url, sidebar_run_picker, store
+from dashboard.common import command, md, overrides_toggle, recompute_hint, select_in_url, sidebar_run_picker, store
 from dashboard.shell import served_by_app
 from evaluator.queries import overview as q
 
@@ -68,6 +68,15 @@ with store() as con:
               if evaluation else [])
     flags, flag_source = q.flag_counts(con, evaluation["evaluation_id"], **shown_rows) if evaluation else ([], None)
     flag_source_info = q.evaluation_info(con, flag_source) if flag_source is not None else None
+    run_rulesets = q.rulesets(con, run)
+
+def no_evaluation_hint(name: str, wanted: str) -> str:
+    """How to give run `name` the evaluation `wanted` (recorded verdicts come only from a run file)."""
+    if wanted == "recorded":
+        return (f"Recorded verdicts come from the run file, and {md(name)}'s carried none. "
+                + recompute_hint(name, run_rulesets))
+    return f"Evaluate {md(name)} under {md(wanted)}: {command('recompute', '--run', name, '--ruleset', wanted)}."
+
 
 labels = names.chart_labels(shown, rest)  # the run's charts
 labels_all = names.chart_labels(shown, rest_all)  # the pass rates of every charted run
@@ -90,7 +99,7 @@ st.caption(f"Evaluation **{md(ruleset)}**, {verdicts}. A response passes when ev
 st.subheader("Runs")
 st.dataframe(fmt.no_none(pd.DataFrame(runs)), hide_index=True, placeholder=fmt.MISSING)
 if ruleset is None:
-    st.info("No run has been evaluated yet: `python -m evaluator recompute --run RUN --ruleset t3_aware`.")
+    st.info(f"No run has been evaluated yet. {recompute_hint(run, [])}")
     st.stop()
 
 st.subheader(f"Pass rates under {md(ruleset)}")
@@ -99,8 +108,7 @@ if len(charted) > 1:
 if missing:
     st.caption(f"Not evaluated under {md(ruleset)}: {', '.join(md(m) for m in missing)}.")
 if not rates:
-    st.info(f"No run has a {md(ruleset)} evaluation yet: "
-            f"{code(f'python -m evaluator recompute --run RUN --ruleset {ruleset}')}.")
+    st.info(f"No run has a {md(ruleset)} evaluation yet. " + no_evaluation_hint(run, ruleset))
 else:
     provider_pages()
     rates_df = pd.DataFrame(rates)
@@ -133,8 +141,7 @@ else:
                       f"(%{{customdata[0]}}/%{{customdata[1]}}), 95% CI %{{customdata[2]:{fmt.PLOTLY_PERCENT}}}–"
                       f"%{{customdata[3]:{fmt.PLOTLY_PERCENT}}}<extra></extra>",
     )
-    charts.titled(fig, legend="run", height=max(300, 110 + int(bars) * BAR_PX), margin={"t": 40, "b": 10},
-                  uniformtext_minsize=9, uniformtext_mode="hide")
+    charts.titled(fig, legend="run", height=max(300, 110 + int(bars) * BAR_PX), margin={"t": 40, "b": 10})
     st.plotly_chart(fig, key="pass_rates_chart")
     st.caption("Bars: share of responses that pass; whiskers: 95% Wilson interval.")
     rates_df = pd.DataFrame(names.label_rows(rates_df.to_dict("records"), rest_all))
@@ -149,8 +156,7 @@ else:
 
 st.subheader(f"Checks of {md(run)}")
 if evaluation is None:
-    st.info(f"Run {md(run)} has no {md(ruleset)} evaluation: "
-            f"{code(f'python -m evaluator recompute --run {run} --ruleset {ruleset}')}.")
+    st.info(f"Run {md(run)} has no {md(ruleset)} evaluation. " + no_evaluation_hint(run, ruleset))
 else:
     checks_df = pd.DataFrame(checks)
     # A panel each for the first FACETS providers shown; the others (and the rest) share one.
@@ -185,8 +191,7 @@ else:
                    f"evaluation #{flag_source}.")
     if not flags:
         st.info("No flags raised." if flag_source is not None else
-                f"No computed evaluation of {md(run)} yet, so no flags: "
-                f"{code(f'python -m evaluator recompute --run {run} --ruleset t3_aware')}.")
+                f"No computed evaluation of {md(run)} yet, so no flags. {recompute_hint(run, run_rulesets)}")
     else:
         flags_df = pd.DataFrame(flags)
         chart_df = flags_df.assign(provider=flags_df["provider"].map(lambda p: labels.get(p, labels.get(None))))

@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import fmt, names
-from dashboard.common import code, md, select_in_url, sidebar_run_picker, store, store_path
+from dashboard.common import command, md, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.shell import served_by_app
 from evaluator.core.types import CHECK_NAMES
 from evaluator.lab import rule_lab as lab
@@ -185,7 +185,7 @@ if just_saved and just_saved[0] == run:
     _, a_name, b_name, version = just_saved
     st.subheader("Recompute with it")
     st.markdown(f"Evaluate every response of {md(run)} under {md(b_name)} version {version} and store the "
-                f"evaluation (same as {code(f'python -m evaluator recompute --run {run} --ruleset {b_name}')}).")
+                f"evaluation (same as {command('recompute', '--run', run, '--ruleset', b_name)}).")
     if st.button("Recompute with it", key="lab_recompute"):
         bar = st.progress(0.0, text=f"Recomputing {md(run)} under {md(b_name)}…")
         with connect(store_path(), read_only=True) as rcon:

@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import fmt, names, reviewing, table
-from dashboard.common import select_in_url, sidebar_run_picker, store
+from dashboard.common import recompute_hint, select_in_url, sidebar_run_picker, store
 from dashboard.highlight import highlight, inline
 from dashboard.shell import served_by_app
 from dashboard.triage_url import filters_from_query, review_params
@@ -121,8 +121,12 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict, search: str
                 reviewing.retrieved(details["retrieved"], shown["threshold"], recorded=row["retrieval_recorded"])
 
 
+# Reviewers' overrides against the evaluator's verdicts; the Human labels page is the annotators' side.
+OVERRIDES_TAB = "Reviewer overrides vs evaluator"
+
+
 def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-untyped-def]
-    st.subheader("Evaluator agreement")
+    st.subheader(OVERRIDES_TAB)
     st.caption("How often reviewers overturned this evaluation's automated verdicts, per check and template. "
                "It counts **reviewed verdicts only**: a verdict is reviewed once it has an override (confirming "
                "it with the same value counts too). False-failure rate = computed FAIL overturned (to PASS, or "
@@ -254,8 +258,7 @@ with store() as con:
     run_id = q.run_id(con, run)
     evaluations = q.evaluations_of_run(con, run_id) if run_id is not None else []
     if not evaluations:
-        st.info(f"Run {inline(run)} has no evaluation yet: "
-                "`python -m evaluator recompute --run RUN --ruleset t3_aware`.")
+        st.info(f"Run {inline(run)} has no evaluation yet. {recompute_hint(run, [])}")
         st.stop()
     labels = {e["evaluation_id"]: q.evaluation_label(e) for e in evaluations}
     evaluation_id = select_in_url("Evaluation (rule set)", "evaluation", list(labels),
@@ -292,7 +295,7 @@ with store() as con:
 
     # Tabs bound to the URL (?tab=…) run only the open tab's code: the agreement figures cost
     # as much as a page of responses at 1M and are not needed while triaging.
-    responses_tab, agreement_tab = st.tabs(["Responses", "Evaluator agreement"], key="tab", bind="query-params")
+    responses_tab, agreement_tab = st.tabs(["Responses", OVERRIDES_TAB], key="tab", bind="query-params")
     if responses_tab.open:
         with responses_tab:
             _responses(con, run)

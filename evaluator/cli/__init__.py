@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shlex
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 
+from evaluator.cli.common import InertStdout, inert
 from evaluator.core.errors import UsageError
 from evaluator.ingest.readers import InputError
-from evaluator.store.db import StoreBusyError, set_waiting
+from evaluator.store.db import StoreBusyError, resolve_db_path, set_waiting
 from evaluator.store.staging import RunChangedError
+
+CREATES_STORE = {"ingest", "load-samples"}  # every other command needs a store that exists
 
 # Module name -> command name; the order is the order of `--help`.
 COMMANDS = {
@@ -67,18 +71,20 @@ class WaitLine:
     one line every 10 s otherwise (logs of CI jobs)."""
 
     def __init__(self) -> None:
-        self.tty = sys.stderr.isatty()
+        self.stream = sys.stderr  # the terminal itself: this line's own \x1b[K must act
+        self.tty = self.stream.isatty()
         self.last_line = -10.0
 
     def __call__(self, waited: float, holder: str | None) -> None:
-        text = f"waiting for the store ({holder or 'another program'} is using it)… {waited:.0f} s"
+        text = f"waiting for the store ({inert(holder or 'another program')} is using it)… {waited:.0f} s"
         if self.tty:
-            print(f"\r{text}\x1b[K", end="", file=sys.stderr, flush=True)
+            print(f"\r{text}\x1b[K", end="", file=self.stream, flush=True)
         elif waited - self.last_line >= 10:
             self.last_line = waited
-            print(text, file=sys.stderr, flush=True)
+            print(text, file=self.stream, flush=True)
 
 
+MESSAGE_BREAKS = "\n\t"  # an error message may run over lines; nothing else in it may act on the terminal
 _TERMINATED_BY: list[int] = []  # the signal ending the command, once one is
 
 
@@ -103,17 +109,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.wait is not None and args.wait < 0:
         print("evaluator: error: --wait: give a number of seconds >= 0", file=sys.stderr)
         return 2
+    if args.command not in CREATES_STORE:
+        path = resolve_db_path(args.db)
+        if not path.exists():  # say so, and create nothing: no empty store, no lock files
+            print(f"evaluator: error: no store at {inert(path)}: {args.command} reads a store and creates none. "
+                  f"Check --db or EVALUATOR_DB, or ingest a run first: evaluator ingest FILE --db "
+                  f"{inert(shlex.quote(str(path)))}", file=sys.stderr)
+            return 2
     set_waiting(timeout_s=args.wait, on_wait=WaitLine(), label=f"evaluator {args.command}")
+    stdout, stderr = sys.stdout, sys.stderr
+    # names from files print inert, always (a progress bar's \r rewrites its own line on stderr)
+    sys.stdout = InertStdout(stdout)  # type: ignore[assignment]
+    sys.stderr = InertStdout(stderr, keep="\n\t\r")  # type: ignore[assignment]
     try:
         return int(args.handler(args) or 0)
     except (InputError, UsageError) as exc:
-        print(f"evaluator: error: {exc}", file=sys.stderr)
+        print(f"evaluator: error: {inert(exc, keep=MESSAGE_BREAKS)}", file=sys.stderr)
         return 2
     except (StoreBusyError, RunChangedError) as exc:
-        print(f"evaluator: error: {exc}", file=sys.stderr)
+        print(f"evaluator: error: {inert(exc, keep=MESSAGE_BREAKS)}", file=sys.stderr)
         return 1
     except FileNotFoundError as exc:
-        print(f"evaluator: error: {exc}", file=sys.stderr)
+        print(f"evaluator: error: {inert(exc, keep=MESSAGE_BREAKS)}", file=sys.stderr)
         return 2
     except Exception as exc:
         import duckdb  # loaded already by any command that reached the store
@@ -127,3 +144,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         # SIGTERM came while DuckDB ran a query: DuckDB stops the query and raises its own
         # "Query interrupted" in place of our SystemExit. It is the same termination.
         return 128 + _TERMINATED_BY[0]
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr

@@ -5,9 +5,10 @@ Per label: Krippendorff's alpha among annotators at the nominal, ordinal and int
 Per mapped check: confusion matrix of the check's verdict vs the human majority, Cohen's kappa,
 precision/recall of the check's FAIL. `--check no_hallucination=faithfulness>=3` maps a check to a
 label (an annotator says PASS when the rating meets the threshold). Without --check, defaults:
-a label named faithfulness/faithful/groundedness/grounded/hallucination maps to no_hallucination and
-relevance/relevancy/answer_relevance to answers_question, PASS at or above the scale's midpoint
-((min + max) / 2 of a number scale, e.g. >= 2.5 on 1–4; the middle value of ordered words).
+a label named faithfulness/faithful/groundedness/grounded/hallucination maps to no_hallucination,
+PASS at or above the scale's midpoint ((min + max) / 2 of a number scale, e.g. >= 2.5 on 1–4; the
+middle value of ordered words); a relevance label gets no default (relevance is not answerability).
+A check's figures carry caveats: a nearly constant label (>= 95% one value), a label of another kind.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--label", help="only this label")
     parser.add_argument("--check", action="append", default=[], metavar="CHECK=LABEL>=N",
                         help="map a check to a label, e.g. no_hallucination=faithfulness>=3 (repeatable; operators "
-                             ">=, >, <=, <, =). Default: faithfulness-like labels -> no_hallucination, relevance-like "
-                             "-> answers_question, PASS at or above the scale's midpoint")
+                             ">=, >, <=, <, =). Default: faithfulness-like labels -> no_hallucination, PASS at or "
+                             "above the scale's midpoint")
     parser.add_argument("--evaluation", type=int, help="evaluation id (default: the run's latest)")
     parser.add_argument("--with-overrides", action="store_true",
                         help="use effective verdicts (a reviewer's latest override, else computed)")
@@ -151,6 +152,8 @@ def print_text(result: dict[str, Any]) -> None:
                       "human FAIL": matrix[f"check_{c}"]["human_FAIL"]} for c in ("PASS", "FAIL")],
                     ["", "human PASS", "human FAIL"])
         print(f"left out: {check['not_applicable']} N/A verdicts, {check['ties']} ties among annotators")
+        for caveat in check["caveats"]:
+            print(f"caution: {caveat}")
 
 
 def _figure(value: float | None) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import duckdb
 
-from evaluator.cli.common import load_rules_arg, print_json, print_table
+from evaluator.cli.common import inert, load_rules_arg, print_json, print_table
 from evaluator.core.errors import UsageError
 from evaluator.pipeline.evaluations import ensure_evaluation, recorded_evaluation, ruleset_evaluation
 from evaluator.queries import before_after, compare
@@ -118,13 +118,17 @@ def compare_rulesets(con: duckdb.DuckDBPyConnection, run: str, ruleset_a: str, r
         rows = ba.summary()
         changes = ba.check_changes()
         flipped = ba.flips(limit=args.limit) if args.limit else []
-    outside = before_after.non_t3_changes(rows)
+    # Only a templated run (T1/T2/T3) has a T3 fix to keep apart from T1/T2: on a run without templates a
+    # rule change is meant to move verdicts, so there is no T1/T2 warning (the flips are listed).
+    templated = any(r["template"] in ("T1", "T2", "T3") for r in rows)
+    outside = before_after.non_t3_changes(rows) if templated else []
     return {
         "mode": "rulesets", "run": run, "with_overrides": args.with_overrides,
         "a": {"ruleset": ruleset_a, "evaluation_id": ida, "duration_s": timing["a_s"]},
         "b": {"ruleset": ruleset_b, "evaluation_id": idb, "duration_s": timing["b_s"]},
         "pass_rates": rows,
         "false_failure_definition": before_after.FALSE_FAILURE_DEFINITION,
+        "templated": templated,
         "t1_t2_changed": bool(outside),
         "non_t3_changes": outside,
         "check_changes": changes,
@@ -147,7 +151,8 @@ def _pp_interval(ci: list[float] | None) -> str:
 
 def print_runs(result: dict[str, Any]) -> None:
     pairing = result["pairing"]
-    print(f"{result['run_a']} (A) -> {result['run_b']} (B) under {result['ruleset']}: {pairing['paired']} pairs "
+    print(f"{inert(result['run_a'])} (A) -> {inert(result['run_b'])} (B) under {inert(result['ruleset'])}: "
+          f"{pairing['paired']} pairs "
           f"(same question_id + provider), {pairing['only_a']} only in A, {pairing['only_b']} only in B\n")
     print("Pass rates (95% Wilson intervals; delta: Newcombe interval)")
     columns = ["provider", "template", "A", "A 95% CI", "B", "B 95% CI", "delta", "delta 95% CI"]
@@ -170,11 +175,15 @@ def print_runs(result: dict[str, Any]) -> None:
 
 def print_before_after(result: dict[str, Any]) -> None:
     a, b = result["a"], result["b"]
-    print(f"{result['run']}: A = {a['ruleset']} (evaluation {a['evaluation_id']}) -> "
-          f"B = {b['ruleset']} (evaluation {b['evaluation_id']})\n")
+    print(f"{inert(result['run'])}: A = {inert(a['ruleset'])} (evaluation {a['evaluation_id']}) -> "
+          f"B = {inert(b['ruleset'])} (evaluation {b['evaluation_id']})\n")
     if result["t1_t2_changed"]:
-        where = ", ".join(f"{r['template']}/{r['provider']}: {r['flipped']}" for r in result["non_t3_changes"])
+        where = ", ".join(f"{inert(r['template'])}/{inert(r['provider'])}: {r['flipped']}"
+                          for r in result["non_t3_changes"])
         print(f"WARNING: T1/T2 verdicts changed ({where})\n")
+    elif not result["templated"] and result["flips"]["count"]:
+        print(f"This run has no templates: {result['flips']['count']} response verdict(s) differ between A and B "
+              "(listed below).\n")
     print("Pass rates and false-failure rates")
     print_table([{
         "provider": r["provider"], "template": r["template"], "n": r["n"], "pass A": _pct(r["pass_rate_a"]),
@@ -194,7 +203,7 @@ def print_before_after(result: dict[str, Any]) -> None:
     timing = result["duration"]
     if timing["ratio"] is None:
         missing = [s["ruleset"] for s in (a, b) if s["duration_s"] is None]
-        print(f"\nDuration: none for {', '.join(missing)} (recorded verdicts come from the run file)")
+        print(f"\nDuration: none for {', '.join(inert(m) for m in missing)} (recorded verdicts come from the run file)")
     else:
         verdict = "within" if timing["within_limit"] else "OVER"
         print(f"\nDuration: A {timing['a_s']:.2f} s, B {timing['b_s']:.2f} s: B/A = {timing['ratio']:.2f} "

@@ -503,7 +503,7 @@ def _retrieval_check_sql(q: SqlCase) -> str:
 
 
 @check("retrieval_check", order=20,
-       reads=("retrieval.min_score", "rulesets.t3_not_applicable", "profile.answerability"),
+       reads=("retrieval.min_score", "rulesets.t3_not_applicable", "profile.answerability", "profile.citation_noun"),
        sql=_retrieval_check_sql, needs_retrieval=True)
 def retrieval_check(ctx: Context) -> CheckResult:
     """At least one retrieved item scores >= the threshold; and an expected shloka id is retrieved."""
@@ -534,12 +534,32 @@ def retrieval_check(ctx: Context) -> CheckResult:
     return result(name, PASS, f"{above} of {len(items)} retrieved items score at least {threshold:g}")
 
 
+@functools.cache
+def cited_words(noun: str) -> dict[str, str]:
+    """The reasons that speak of what citations cite, worded for a profile: its `citation_noun`
+    ("shloka": "no inline shloka citation", for the Ramayana bot only), else generically
+    ("no inline citation", "the retrieved items"). The SQL forms read the same words."""
+    plural = f"{noun}s"
+    if not noun:
+        return {"no_citation": "no inline citation", "t1_pass": "T1: cites its sources",
+                "t1_fail": "T1 must cite its sources: no inline citation",
+                "t2_pass": "T2: cites its sources and interprets",
+                "not_retrieved": ", which is not among the retrieved items", "expected": "expected items",
+                "all_retrieved": "every citation was retrieved; no unverified price or proper noun",
+                "nothing_unverified": "no unverified price or proper noun"}
+    return {"no_citation": f"no inline {noun} citation", "t1_pass": f"T1: cites {plural}",
+            "t1_fail": f"T1 must cite {plural}: no inline citation", "t2_pass": f"T2: cites {plural} and interprets",
+            "not_retrieved": f", which is not among the retrieved {plural}", "expected": f"expected {plural}",
+            "all_retrieved": f"every cited {noun} was retrieved; no unverified price or proper noun",
+            "nothing_unverified": "no unverified price or proper noun"}
+
+
 def _missing_expected(ctx: Context) -> str | None:
     """The failure reason when the golden set names expected ids and none was retrieved."""
     expected = [str(e) for e in (ctx.resp.expected_ids or ()) if e is not None and str(e).strip()]
     if expected and not any(ctx.was_retrieved(e) for e in expected):
         shown = ", ".join(expected[:3]) + (", \u2026" if len(expected) > 3 else "")
-        return f"none of the expected shlokas ({shown}) was retrieved"
+        return f"none of the {cited_words(ctx.profile.profile.citation_noun)['expected']} ({shown}) was retrieved"
     return None
 
 
@@ -670,12 +690,13 @@ def _cites_shlokas_sql(q: SqlCase) -> str:
       THEN {pair(NA, "'citations are not required for an unanswerable question'")}
       ELSE {pair(NA, "'citations are not required for a T3 refusal'")} END
     WHEN {'false' if q.has_citation else 'true'} THEN {no_pattern}
-    WHEN len(cites) = 0 THEN {pair(FAIL, "'no inline shloka citation'")}
+    WHEN len(cites) = 0 THEN {pair(FAIL, q.words("no_citation"))}
     ELSE {pair(PASS, "len(cites) || ' inline citation' || CASE WHEN len(cites) <> 1 THEN 's' ELSE '' END")} END"""
 
 
 @check("cites_shlokas", order=40,
-       reads=("rulesets.t3_not_applicable", "profile.answerability", "profile.citation_pattern"),
+       reads=("rulesets.t3_not_applicable", "profile.answerability", "profile.citation_pattern",
+              "profile.citation_noun"),
        sql=_cites_shlokas_sql)
 def cites_shlokas(ctx: Context) -> CheckResult:
     """At least one inline citation."""
@@ -688,7 +709,7 @@ def cites_shlokas(ctx: Context) -> CheckResult:
         return result(name, NA, "this bot's profile defines no citation pattern")
     cites = ctx.citations()
     if not cites:
-        return result(name, FAIL, "no inline shloka citation")
+        return result(name, FAIL, cited_words(ctx.profile.profile.citation_noun)["no_citation"])
     spans = tuple(ctx.span(s, e, "citation") for s, e, _ in cites) if ctx.with_spans else _NO_SPANS
     return result(name, PASS, f"{len(cites)} inline citation{'s' if len(cites) != 1 else ''}", spans)
 
@@ -704,16 +725,16 @@ def _follows_template_sql(q: SqlCase) -> str:
     WHEN tmpl IS NULL THEN {pair(NA, "'no template was recorded'")}
     WHEN tmpl NOT IN ('T1', 'T2') THEN {pair(NA, "'unknown template ' || " + repr_of('tmpl'))}
     WHEN {'false' if q.has_citation else 'true'} THEN {no_pattern}
-    WHEN tmpl = 'T1' THEN CASE WHEN len(cites) > 0 THEN {pair(PASS, "'T1: cites shlokas'")}
-      ELSE {pair(FAIL, "'T1 must cite shlokas: no inline citation'")} END
-    WHEN len(cites) > 0 AND h_markers THEN {pair(PASS, "'T2: cites shlokas and interprets'")}
+    WHEN tmpl = 'T1' THEN CASE WHEN len(cites) > 0 THEN {pair(PASS, q.words("t1_pass"))}
+      ELSE {pair(FAIL, q.words("t1_fail"))} END
+    WHEN len(cites) > 0 AND h_markers THEN {pair(PASS, q.words("t2_pass"))}
     ELSE {pair(FAIL, "'T2 must cite and interpret: no ' || CASE WHEN len(cites) = 0 AND NOT h_markers "
                       "THEN 'inline citation or interpretation marker' WHEN len(cites) = 0 THEN 'inline citation' "
                       "ELSE 'interpretation marker' END")} END"""
 
 
 @check("follows_template", order=50, reads=(
-    "answers.refusal_patterns", "answers.redirect_patterns", "profile.citation_pattern",
+    "answers.refusal_patterns", "answers.redirect_patterns", "profile.citation_pattern", "profile.citation_noun",
     "profile.interpretation_markers"), sql=_follows_template_sql)
 def follows_template(ctx: Context) -> CheckResult:
     """T1 cites; T2 cites and interprets; T3 refuses and redirects."""
@@ -735,13 +756,14 @@ def follows_template(ctx: Context) -> CheckResult:
         return result(name, NA, "this bot's profile defines no citation pattern")
     cites = ctx.citations()
     spans = tuple(ctx.span(s, e, "citation") for s, e, _ in cites) if ctx.with_spans else _NO_SPANS
+    words = cited_words(ctx.profile.profile.citation_noun)
     if template == "T1":
         if cites:
-            return result(name, PASS, "T1: cites shlokas", spans)
-        return result(name, FAIL, "T1 must cite shlokas: no inline citation")
+            return result(name, PASS, words["t1_pass"], spans)
+        return result(name, FAIL, words["t1_fail"])
     interprets, marker_spans = ctx.hits("markers")
     if cites and interprets:
-        return result(name, PASS, "T2: cites shlokas and interprets", merge_spans(spans + marker_spans, ctx.answer))
+        return result(name, PASS, words["t2_pass"], merge_spans(spans + marker_spans, ctx.answer))
     missing = " or ".join(x for x, ok in (("inline citation", cites), ("interpretation marker", interprets))
                           if not ok)
     return result(name, FAIL, f"T2 must cite and interpret: no {missing}",
@@ -752,21 +774,22 @@ def _no_hallucination_sql(q: SqlCase) -> str:
     """no_hallucination in SQL: the first cited id not retrieved, else the first unverified term."""
     return f"""CASE
     WHEN bad_cite IS NOT NULL
-      THEN {pair(FAIL, "'cites ' || " + snippet_of('bad_cite') + " || ', which is not among the retrieved shlokas'")}
+      THEN {pair(FAIL, "'cites ' || " + snippet_of('bad_cite') + " || " + q.words("not_retrieved"))}
     WHEN unverified IS NOT NULL
       THEN {pair(FAIL, "CASE WHEN unverified.p THEN 'price ' ELSE 'proper noun ' END || "
                         + snippet_of('unverified.t') + " || ' is not in the retrieved documents'")}
-    ELSE {pair(PASS, "'every cited shloka was retrieved; no unverified price or proper noun'")} END"""
+    ELSE {pair(PASS, q.words("all_retrieved" if q.has_citation else "nothing_unverified"))} END"""
 
 
 @check("no_hallucination", order=60, reads=(
-    "profile.citation_pattern", "flags.potential_hallucination.price_pattern",
+    "profile.citation_pattern", "profile.citation_noun", "flags.potential_hallucination.price_pattern",
     "flags.potential_hallucination.proper_noun_pattern", "flags.potential_hallucination.exempt_question_terms",
     "profile.allowlist", "rulesets.proper_nouns", "rulesets.function_words"), sql=_no_hallucination_sql,
        needs_retrieval=True)
 def no_hallucination(ctx: Context) -> CheckResult:
     """No potential hallucination (SPEC §5) and every cited shloka was retrieved."""
     name = "no_hallucination"
+    words = cited_words(ctx.profile.profile.citation_noun)
     bad: list[Span] = []
     first_bad_id: str | None = None
     cites = ctx.citations()
@@ -781,9 +804,9 @@ def no_hallucination(ctx: Context) -> CheckResult:
     unverified = ctx.unverified() if (first_bad_id is None or ctx.with_spans) else _NO_SPANS
     spans = merge_spans(bad + list(unverified), ctx.answer) if ctx.with_spans else _NO_SPANS
     if first_bad_id is not None:
-        return result(name, FAIL, f"cites {snippet(first_bad_id)}, which is not among the retrieved shlokas", spans)
+        return result(name, FAIL, f"cites {snippet(first_bad_id)}{words['not_retrieved']}", spans)
     if unverified:
         first = unverified[0]
         what = "price" if first.kind == "unverified_price" else "proper noun"
         return result(name, FAIL, f"{what} {snippet(first.text)} is not in the retrieved documents", spans)
-    return result(name, PASS, "every cited shloka was retrieved; no unverified price or proper noun")
+    return result(name, PASS, words["all_retrieved" if ctx.profile.citation is not None else "nothing_unverified"])

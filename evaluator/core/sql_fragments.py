@@ -41,6 +41,13 @@ class SqlCase:
     refusal_expected: str  # SQL: the row's question must be refused (unanswerable), by the profile
     has_citation: bool  # the profile defines a citation pattern
     answerability: bool  # the profile's answers_question follows answerability
+    citation_noun: str = ""  # what the profile's citations cite ("shloka"), "" = said generically
+
+    def words(self, key: str) -> str:
+        """SQL literal of a reason's words for the profile's citations (checks.cited_words)."""
+        from evaluator.core.checks import cited_words  # checks imports this module
+
+        return "'" + cited_words(self.citation_noun)[key].replace("'", "''") + "'"
 
     def not_required(self, check: str) -> str:
         """SQL: ``check`` is not required for this row (a T3 refusal, or an expected refusal)."""

@@ -460,7 +460,8 @@ def _csv_lines(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
     """(line number, cells) of each CSV record: the line it ends on, as `csv.reader.line_num`
     counts. A csv.Error (a cell over CSV_CELL_LIMIT) is an InputError naming the line the
     record starts on and, when it can be told, the column."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+    stream = io.StringIO(text, newline="")
+    reader = csv.reader(stream)
     header: list[str] | None = None
     start = 1
     while True:
@@ -471,10 +472,34 @@ def _csv_lines(path: Path, text: str) -> Iterator[tuple[int, list[str]]]:
         except csv.Error as exc:
             del reader  # its buffers (4 bytes a character) go before the record is read again
             raise _csv_error(path, text, start, header, exc) from None
+        if stream.tell() >= len(text):  # the file's last record: is it one only because a quote never closed?
+            _refuse_unterminated_quote(path, text, start, header if header is not None else [], len(cells))
         if header is None:
             header = [name.strip() for name in cells]
         yield reader.line_num, cells
         start = reader.line_num + 1
+
+
+def _refuse_unterminated_quote(path: Path, text: str, start: int, header: list[str], n_cells: int) -> None:
+    """A quoted cell whose closing quote is missing runs to the end of the file: the lenient reader
+    takes the rest of the file as that one cell. Read the last record again, strictly (only it can be
+    such a record), and report the quote where it opens."""
+    lines = io.StringIO(text, newline="")
+    for _ in itertools.islice(lines, start - 1):
+        pass
+    try:
+        for _ in csv.reader(lines, strict=True):
+            pass
+    except csv.Error as exc:
+        if "unexpected end of data" not in str(exc):
+            return  # other strictness (a character after a closing quote) the lenient reading accepts
+        column = n_cells - 1
+        field = header[column].strip() if 0 <= column < len(header) else None
+        which = f"the cell of column {column + 1}" if not field else "this cell"
+        raise InputError(str(path), start, field or None,
+                         f"unterminated quote: {which} opens a quote (\") on this line that is never closed, so "
+                         "the rest of the file would be read as one cell; close the quote (a quote inside a "
+                         "quoted cell is written twice: \"\")") from None
 
 
 def _csv_error(path: Path, text: str, start: int, header: list[str] | None, exc: csv.Error) -> InputError:

@@ -192,14 +192,20 @@ def _params(human: HumanVerdict, run_id: int, evaluation_id: int) -> dict[str, A
 
 def check_agreement(con: duckdb.DuckDBPyConnection, run_id: int, evaluation_id: int, human: HumanVerdict, *,
                     with_overrides: bool = False) -> dict[str, Any]:
-    """{check, label, rule, confusion (stats.Confusion), not_applicable, ties}."""
+    """{check, label, rule, confusion (stats.Confusion), caveats (why the figures may say little: a
+    near-constant label, a label of another kind than the check), not_applicable, ties}."""
     rows = con.execute(f"""WITH {_verdicts_sql(human, with_overrides)}
         SELECT verdict, human, count(*) FROM paired GROUP BY ALL""",
         _params(human, run_id, evaluation_id)).fetchall()
     cells = {(verdict, person): int(n) for verdict, person, n in rows}
     confusion = stats.Confusion(*(cells.get((c, h), 0) for c in stats.VERDICTS for h in stats.VERDICTS))
+    values = con.execute(f"""WITH {_verdicts_sql(human, with_overrides)}
+        SELECT value, count(*) FROM current_annotations GROUP BY value""",
+        _params(human, run_id, evaluation_id)).fetchall()
+    caveats = [text for text in (stats.near_constant(human.mapping.label, [(str(v), int(n)) for v, n in values]),
+                                 stats.kind_mismatch(human.mapping.check, human.mapping.label)) if text]
     return {"check": human.mapping.check, "label": human.mapping.label, "rule": str(human.mapping),
-            "confusion": confusion,
+            "confusion": confusion, "caveats": caveats,
             "not_applicable": sum(n for (verdict, _), n in cells.items() if verdict not in stats.VERDICTS),
             "ties": sum(n for (verdict, person), n in cells.items() if verdict in stats.VERDICTS and person is None)}
 

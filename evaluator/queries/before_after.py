@@ -32,11 +32,15 @@ from evaluator.queries.overview import (
     shown_pairs_cte,
     verdicts_cte,
 )
+from evaluator.rules.describe import describe_change
+from evaluator.rules.load import load_rules, rules_from_text
+from evaluator.rules.model import Rules
 from evaluator.store.db import quote_ident
 
 __all__ = [
     "CHECK_CHANGES_UP_TO", "FALSE_FAILURE_DEFINITION", "RULESET_ORDER", "SLOWER_LIMIT", "BeforeAfter", "durations",
-    "evaluation_info", "flip_count", "latest_evaluation", "non_t3_changes", "recorded_differences", "rulesets",
+    "evaluation_info", "flip_count", "latest_evaluation", "non_t3_changes", "recorded_differences", "rule_change",
+    "rulesets",
 ]
 
 FALSE_FAILURE_DEFINITION = (
@@ -318,3 +322,29 @@ def durations(con: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: i
         "within_limit": None if ratio is None else ratio <= SLOWER_LIMIT,
         "limit": SLOWER_LIMIT,
     }
+
+
+def _evaluation_rules(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> tuple[str, Rules | None, str | None]:
+    """(rule set, its rules as stored with the evaluation or None for recorded verdicts, profile)."""
+    row = con.execute("""SELECT e.ruleset, e.rules_text, e.rules_source, coalesce(e.profile, r.profile)
+                         FROM evaluations e JOIN runs r USING (run_id) WHERE e.evaluation_id = $e""",
+                      {"e": int(evaluation_id)}).fetchone()
+    if row is None:
+        raise ValueError(f"no evaluation {evaluation_id}")
+    ruleset, text, source, profile = row
+    if not text:  # recorded verdicts, or an evaluation stored before the rules were kept: the shipped ones
+        return ruleset, (None if ruleset == "recorded" else load_rules()), profile
+    return ruleset, rules_from_text(text, source or "<stored rules>"), profile
+
+
+def rule_change(con: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: int) -> str | None:
+    """One sentence saying what evaluation B's rule set does differently from A's, generated from the
+    two rule sets' difference (evaluator.rules.describe); None when B holds recorded verdicts."""
+    name_a, rules_a, profile = _evaluation_rules(con, evaluation_a)
+    name_b, rules_b, _ = _evaluation_rules(con, evaluation_b)
+    if rules_b is None:
+        return None
+    try:
+        return describe_change(name_a, rules_a, name_b, rules_b, profile)
+    except ValueError:  # a rule set one of the stored rules files does not define: nothing to compare
+        return None

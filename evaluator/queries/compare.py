@@ -42,11 +42,12 @@ FLIP_KINDS = ("regressions", "fixes")  # regressions: pass in A -> fail in B; fi
 
 
 def default_against(con: duckdb.DuckDBPyConnection, run_name: str) -> str | None:
-    """The other run sharing the most question ids with this one (None when no other run exists)."""
+    """The other run sharing the most question ids with this one; None when no other run shares one
+    (an unrelated run is never a default: its pass rates are not a before/after of these)."""
     rows = con.execute(
         """WITH mine AS (SELECT q.question_id FROM questions q JOIN runs r USING (run_id) WHERE r.name = $run)
            SELECT r.name, count(m.question_id) AS shared
-           FROM runs r JOIN questions q USING (run_id) LEFT JOIN mine m ON m.question_id = q.question_id
+           FROM runs r JOIN questions q USING (run_id) JOIN mine m ON m.question_id = q.question_id
            WHERE r.name <> $run GROUP BY r.name, r.run_id ORDER BY shared DESC, r.run_id LIMIT 1""",
         {"run": run_name},
     ).fetchall()

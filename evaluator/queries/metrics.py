@@ -18,11 +18,15 @@ from evaluator.queries.overview import ranked_names
 from evaluator.queries.runs import run_names
 
 __all__ = [
-    "COMPONENTS", "DEFAULT_JUDGE", "compute", "compute_available", "confusion", "judges", "provider_ranking",
-    "results", "run_names",
+    "COMPONENTS", "DEFAULT_JUDGE", "LONG_FORM_WORDS", "compute", "compute_available", "confusion", "gold_shape",
+    "judges", "provider_ranking", "results", "run_names",
 ]
 
 DEFAULT_JUDGE = "heuristic"
+# F1AC finds a gold claim when one of its aliases occurs (normalized) in the answer: a short span
+# ("Mount Logan") can; a sentence-long gold answer (ClapNQ's) almost never occurs verbatim. A run
+# whose typical claim (median over claims of the shortest alias) has this many words is long-form.
+LONG_FORM_WORDS = 8
 # the runner stores one 'trust_score' row (value F1GR); separate f1gr / f1ac rows are read too
 TRUST_METRICS = "('trust_score', 'f1gr', 'f1ac')"
 # component key -> label, in reading order
@@ -191,3 +195,22 @@ def compute(db: str, run_name: str, *, judge: str = DEFAULT_JUDGE, with_override
     if function is None:
         raise RuntimeError("the metrics runner (evaluator.pipeline.metrics.runner.compute_and_store) is not available")
     return function(db, run_name, judge=judge, with_overrides=with_overrides)
+
+
+def gold_shape(con: duckdb.DuckDBPyConnection, run_name: str) -> dict[str, Any]:
+    """{questions, with_gold, claims, median_words}: how many of the run's questions carry gold claims
+    and how long a typical claim is (words of its shortest alias; None without claims). Aggregated in
+    SQL over the run's questions, never the responses."""
+    row = con.execute(
+        """WITH qs AS (SELECT q.question_id, q.gold_answers FROM questions q JOIN runs r USING (run_id)
+                       WHERE r.name = $run),
+                claims AS (SELECT question_id,
+                                  unnest(from_json(gold_answers, '[{"aliases": ["VARCHAR"]}]')) AS claim
+                           FROM qs WHERE gold_answers IS NOT NULL),
+                words AS (SELECT question_id, list_min(list_transform(claim.aliases,
+                                  lambda a: len(regexp_split_to_array(trim(a), '[[:space:]]+')))) AS n FROM claims)
+           SELECT (SELECT count(*) FROM qs), count(DISTINCT question_id), count(n), median(n) FROM words""",
+        {"run": run_name}).fetchone()
+    questions, with_gold, claims, median = row if row else (0, 0, 0, None)
+    return {"questions": int(questions), "with_gold": int(with_gold), "claims": int(claims),
+            "median_words": None if median is None else float(median)}

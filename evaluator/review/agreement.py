@@ -28,15 +28,30 @@ Level = Literal["nominal", "ordinal", "interval"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval")
 VERDICTS = ("PASS", "FAIL")
 OPERATORS = (">=", "<=", "==", ">", "<", "=")
-# Default label -> check mappings when the user gives none (label names folded: lower case, no
-# separators). A label "faithfulness" stands for the hallucination check, "relevance" for the
-# answers-the-question one; PASS when an annotator's rating is at least the scale's midpoint.
+# What a label rates, told from its name (folded: lower case, no separators), and what each check
+# decides. A check paired with a label of another kind (answers_question, "was the question
+# answered", with answer_relevance, "is the answer on topic") disagrees without being wrong.
+LABEL_KINDS = {
+    **dict.fromkeys(("faithfulness", "faithful", "groundedness", "grounded", "hallucination"), "faithfulness"),
+    **dict.fromkeys(("relevance", "relevant", "answerrelevance", "answerrelevancy", "relevancy"), "relevance"),
+    **dict.fromkeys(("answered", "answerable", "answersquestion", "answerability", "correctness", "correct",
+                     "answercorrectness", "refusal", "refused"), "answering"),
+    **dict.fromkeys(("contextrelevance", "contextprecision", "contextrecall", "retrieval"), "retrieval"),
+}
+CHECK_KINDS = {CHECK.no_hallucination: "faithfulness", CHECK.answers_question: "answering",
+               CHECK.retrieval_check: "retrieval"}
+KIND_WORDS = {"faithfulness": "whether the answer is supported by its sources",
+              "relevance": "whether the answer is on topic",
+              "answering": "whether the question was answered (or rightly refused)",
+              "retrieval": "whether the right context was retrieved"}
+# Default label -> check mappings when the user gives none: a check only for a label of its own kind
+# (so faithfulness -> no_hallucination; relevance has no check of its kind, so no default), PASS when
+# an annotator's rating is at least the scale's midpoint.
 # (CHECK.x is the registered name: a renamed check fails here at import, not silently later.)
 DEFAULT_CHECKS = {
     **dict.fromkeys(("faithfulness", "faithful", "groundedness", "grounded", "hallucination"), CHECK.no_hallucination),
-    **dict.fromkeys(("relevance", "relevant", "answerrelevance", "answerrelevancy", "relevancy"),
-                    CHECK.answers_question),
 }
+NEAR_CONSTANT = 0.95  # a label whose most common value has this share of the ratings barely varies
 # The worked example of the --check form, for usage messages.
 MAPPING_EXAMPLE = f"{CHECK.no_hallucination}=faithfulness>=3"
 
@@ -110,6 +125,29 @@ def default_mapping(label: str, scale: str, values: Sequence[str]) -> Mapping | 
         midpoint = (min(numbers) + max(numbers)) / 2
         return Mapping(check, label, ">=", _number_text(midpoint))
     return Mapping(check, label, ">=", values[len(values) // 2])
+
+
+def kind_mismatch(check: str, label: str) -> str | None:
+    """Why a check and a label measure different things (None when they are of one kind, or either
+    kind is unknown)."""
+    check_kind, label_kind = CHECK_KINDS.get(check), LABEL_KINDS.get(fold(label))
+    if check_kind is None or label_kind is None or check_kind == label_kind:
+        return None
+    return (f"{label} rates {KIND_WORDS[label_kind]}; {check} decides {KIND_WORDS[check_kind]}. They measure "
+            "different things, so a disagreement here need not mean the check is wrong.")
+
+
+def near_constant(label: str, value_counts: Sequence[tuple[str, int]]) -> str | None:
+    """Why agreement with a label that barely varies says little (None when it varies enough):
+    `value_counts` are (value, ratings) pairs."""
+    total = sum(n for _, n in value_counts)
+    if not total:
+        return None
+    value, top = max(value_counts, key=lambda pair: pair[1])
+    if top / total < NEAR_CONSTANT:
+        return None
+    return (f"{top:,} of {total:,} ratings of {label} are “{value}”: a label that is nearly constant cannot tell "
+            "a good check from a bad one, so kappa, precision and recall against it say little.")
 
 
 def _number_text(value: float) -> str:

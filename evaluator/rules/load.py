@@ -328,6 +328,7 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
                 gold_max_words=gold_words,
                 not_applicable_reason=r.optional(pt, "not_applicable_reason", path, str, NOT_APPLICABLE_TO_BOT)
                 .strip() or NOT_APPLICABLE_TO_BOT,
+                citation_noun=" ".join(r.optional(pt, "citation_noun", path, str, "").split()),
             )
         )
     abstention = _abstention(r, data)
@@ -355,7 +356,8 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
     )
 
 
-_PROFILE_OPTIONS = ("answerability", "abstention", "refusal_phrases", "gold_max_words", "not_applicable_reason")
+_PROFILE_OPTIONS = ("answerability", "abstention", "refusal_phrases", "gold_max_words", "not_applicable_reason",
+                    "citation_noun")
 
 
 def _abstention(r: _Reader, data: dict[str, Any]) -> AbstentionPack:

@@ -49,6 +49,9 @@ class Profile:
     refusal_phrases: tuple[str, ...] = ()  # this bot's own ways of refusing (literal phrases)
     gold_max_words: int = 0  # compare only gold answers this short (0: every gold answer)
     not_applicable_reason: str = NOT_APPLICABLE_TO_BOT  # for the checks the profile leaves out
+    # what this bot's citations cite, for reason strings ("shloka": "no inline shloka citation");
+    # "" = said generically ("no inline citation", "the retrieved items")
+    citation_noun: str = ""
 
 
 @dataclass(frozen=True)

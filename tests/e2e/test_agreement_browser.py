@@ -1,4 +1,4 @@
-"""Agreement page in real Chromium: open it on a run with annotations, follow a confusion-matrix cell
+"""Human labels page (/agreement) in real Chromium: open it on a run with annotations, follow a confusion-matrix cell
 to its responses, and one of them to Review."""
 
 from __future__ import annotations

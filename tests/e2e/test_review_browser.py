@@ -72,8 +72,8 @@ def test_triage_reasons_read_clean_and_the_agreement_tab_runs_when_opened(server
     expect(page.get_by_text("routing_check").first).to_be_visible()
     expect(page.get_by_text("<wbr>")).to_have_count(0)  # no markup shown as text in the check reasons
     expect(page.get_by_text("How often reviewers overturned")).to_have_count(0)
-    page.get_by_role("tab", name="Evaluator agreement").click()
+    page.get_by_role("tab", name="Reviewer overrides vs evaluator").click()
     expect(page.get_by_text("How often reviewers overturned this evaluation's automated verdicts")
            ).to_be_visible(timeout=30_000)
-    expect(page).to_have_url(re.compile(r"[?&]tab=Evaluator"))
+    expect(page).to_have_url(re.compile(r"[?&]tab=Reviewer"))
     expect(page.locator("div.answer")).to_have_count(0)

@@ -1,5 +1,5 @@
-"""Agreement page: annotators vs each other (alpha, most-disagreed responses) and checks vs the humans
-(confusion matrix whose cells link to the responses behind them), on the real app and store."""
+"""Human labels page (pages/agreement.py): annotators vs each other (alpha, most-disagreed responses)
+and checks vs the humans (confusion matrix whose cells link to the responses behind them), on the real app and store."""
 
 from __future__ import annotations
 
@@ -103,3 +103,27 @@ def test_a_bad_typed_mapping_shows_one_error(make_app, annotated: Path) -> None:
 def test_a_run_without_labels_says_how_to_get_them(make_app, annotated: Path) -> None:
     app = make_app(annotated, PAGE, run="ramayana_v1")
     assert any("no human labels" in i.value for i in app.info)
+
+
+def test_relevance_is_not_paired_with_answers_question_and_a_typed_pairing_is_cautioned(make_app, annotated: Path
+                                                                                          ) -> None:
+    app = make_app(annotated, PAGE, run="clearpath")
+    assert not any("answers" in s.value for s in app.subheader)  # only faithfulness -> no_hallucination
+    assert not any("measure different things" in w.value for w in app.warning)
+    app = make_app(annotated, PAGE, run="clearpath", map="answers_question=relevance>=3")
+    [warning] = [w.value for w in app.warning if "measure different things" in w.value]
+    assert "relevance rates whether the answer is on topic" in warning
+
+
+def test_a_nearly_constant_label_is_cautioned(make_app, sample_store: Path) -> None:
+    from evaluator.review import annotations
+
+    with connect(sample_store) as con:
+        run_id = q.run_id(con, "clearpath")
+        annotations.define_label(con, run_id, "faithfulness", "ordinal", ["1", "2", "3", "4"])
+        ids = [r[0] for r in con.execute("SELECT response_id FROM responses WHERE run_id = ?", [run_id]).fetchall()]
+        for response_id in ids:
+            annotations.add_annotation(con, response_id, "ann", "faithfulness", "4", "", source="imported")
+    app = make_app(sample_store, PAGE, run="clearpath")
+    [warning] = [w.value for w in app.warning if "nearly constant" in w.value]
+    assert f"{len(ids)} of {len(ids)} ratings of faithfulness are “4”" in warning

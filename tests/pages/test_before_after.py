@@ -194,3 +194,25 @@ def test_pass_rates_show_one_decimal_and_no_cell_shows_none(open_page):
     flips = frame_with(at, "question_id", "reviewer")
     assert (flips["reviewer"] == "—").all()  # no reviewer override: a dash, not None
     assert all(df.proto.placeholder == "—" for df in at.dataframe)
+
+
+# --- issue 31: what the rule-set change does, in one generated sentence; T1/T2/T3 in words ---------------
+
+
+def test_one_sentence_says_what_the_rule_set_change_does(open_page):
+    at = open_page(run="ramayana", a="legacy", b="t3_aware")
+    [said] = [i.value for i in at.info if "What changes" in i.value]
+    assert "t3\\_aware marks retrieval\\_check and cites\\_shlokas N/A on T3 responses" in said
+    at = open_page(run="ramayana", a="t3_aware", b="legacy")
+    [said] = [i.value for i in at.info if "What changes" in i.value]
+    assert "legacy requires retrieval\\_check and cites\\_shlokas on T3 responses again" in said
+    at = open_page(run="ramayana")  # recorded -> t3_aware: said through legacy, which reproduces the file
+    [said] = [i.value for i in at.info if "What changes" in i.value]
+    assert "recorded verdicts" in said and "t3\\_aware marks" in said
+
+
+def test_templates_are_said_in_words(open_page):
+    at = open_page(run="ramayana")
+    [caption] = [c.value for c in at.caption if c.value.startswith("Templates:")]
+    assert "T1 = a textual answer" in caption and "T3 = a refusal of an out-of-scope request" in caption
+    assert metric(at, "T3 pass rate").label == "T3 pass rate (refusal, 16 responses)"

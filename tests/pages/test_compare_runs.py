@@ -260,3 +260,34 @@ def test_a_flip_of_another_tab_in_the_url_shows_the_first_flip_without_a_warning
     assert not [w.value for w in at.warning if "does not exist" in w.value]
     picker = next(s for s in at.selectbox if s.label == "Answers side by side")
     assert picker.index == 0
+
+
+# --- issue 31: never an unrelated run by default, no headline delta between unrelated runs -------------
+
+
+def test_run_b_defaults_to_a_run_that_shares_questions(open_page):
+    at = open_page(run="ramayana_v2")
+    assert at.query_params["against"] == "ramayana"  # not clearpath, which comes first by nothing
+    at = open_page(run="clearpath")  # no other run shares a question with clearpath
+    (warning,) = [w.value for w in at.warning]
+    assert "share no question" in warning and "No other run in the store shares a question" in warning
+
+
+def test_runs_that_share_no_question_get_no_headline_delta(open_page):
+    at = open_page(run="ramayana", against="clearpath")
+    assert not at.metric  # no "Pass rate … → …, -x pp" between unrelated runs
+    assert "no headline delta" in at.warning[0].value
+    related = open_page(run="ramayana", against="ramayana_v2")
+    assert [m.label for m in related.metric][:1] == ["Pass rate, all responses"]
+
+
+def test_no_rule_set_in_common_names_the_run_without_one(open_page, sample_store, cli, tmp_path):
+    path = tmp_path / "bare.jsonl"
+    path.write_text(json.dumps({"question_id": "q1", "question": "Q?", "provider": "openai", "answer": "A."}) + "\n")
+    cli("ingest", str(path), "--name", "my run;x", db=sample_store, check=True)  # no recorded verdicts
+    for query in ({"run": "ramayana", "against": "my run;x"}, {"run": "my run;x", "against": "ramayana"}):
+        at = open_page(**query)
+        (info,) = [i.value for i in at.info]
+        assert "my run;x has no evaluation" in info.replace("\\", ""), info
+        assert "recompute --run 'my run;x' --ruleset t3_aware" in info, info  # the real name, shell-quoted
+        assert "--run ramayana" not in info and "--run RUN" not in info and "only no" not in info

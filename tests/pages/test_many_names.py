@@ -309,7 +309,7 @@ def test_triage_cards_cut_long_names_and_keep_them_in_the_tooltip(make_app, many
 
 
 def test_triage_agreement_tab_pages_its_pass_rates(make_app, many_store, rendered):
-    app = make_app(many_store, TRIAGE, run="many", tab="Evaluator agreement")
+    app = make_app(many_store, TRIAGE, run="many", tab="Reviewer overrides vs evaluator")
     rates = frame_with(app, "provider", "template", "pass_rate", "pass_rate_effective")
     assert rates["provider"].nunique() == TOP_N + 1
     assert pager(app).num_pages == math.ceil(N_PROVIDERS / TOP_N)

@@ -120,3 +120,33 @@ def test_all_runs_table_and_overrides_toggle(open_page, sample_store, cli):
     at.toggle(key="url_overrides").set_value(True).run()
     assert at.query_params["overrides"] == "1"
     assert any("python -m evaluator metrics --run ramayana" in i.value for i in at.info)  # none stored with overrides
+
+
+def _run_with_gold(cli, db: Path, tmp_path: Path, name: str, gold: list[str] | None) -> None:
+    rows = [{"question_id": f"q{k}", "question": f"Question {k}?", "provider": provider,
+             "answer": "The lake sits between two countries.", "answerable": True,
+             **({"gold_answers": [gold[k % len(gold)]]} if gold else {})}
+            for k in range(4) for provider in ("alpha", "beta")]
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    cli("ingest", str(path), "--name", name, db=db, check=True)
+    cli("metrics", "--run", name, db=db, check=True)
+
+
+def test_f1ac_with_long_form_gold_answers_is_said_not_meaningful(open_page, sample_store, cli, tmp_path):
+    _run_with_gold(cli, sample_store, tmp_path, "longform", [
+        "Lake Kariba is on the border between Zambia and Zimbabwe, in southern Africa.",
+        "The insulin is made by the beta cells of the pancreatic islets of Langerhans."])
+    at = open_page(run="longform")
+    [warning] = [w.value for w in at.warning if "F1AC is not meaningful" in w.value]
+    assert "long-form sentences" in warning
+    assert [m.value for m in at.metric if m.label == "F1AC"] == ["0.0000", "0.0000"]  # the figure, said as such
+    cli("metrics", "--run", "ramayana", db=sample_store, check=True)
+    at = open_page(run="ramayana")  # short gold claims ("Dasharatha"): F1AC means what it says
+    assert not [w for w in at.warning if "F1AC" in w.value]
+
+
+def test_f1ac_without_gold_answers_is_said_not_meaningful(open_page, sample_store, cli, tmp_path):
+    _run_with_gold(cli, sample_store, tmp_path, "nogold", None)
+    at = open_page(run="nogold")
+    assert any("none of its 4 questions carries gold answers" in w.value for w in at.warning)

@@ -174,7 +174,7 @@ def test_agreement_tab_shows_overturn_rates(make_app, sample_store, query):
     with connect(sample_store) as con:
         add_override(con, failing[0][0], "cites_shlokas", "N/A", "T3", "alice", legacy, config=ReviewConfig())
         add_override(con, failing[1][0], "cites_shlokas", "FAIL", "agreed", "alice", legacy, config=ReviewConfig())
-    app = make_app(sample_store, PAGE, run="ramayana", evaluation=legacy, tab="Evaluator agreement")
+    app = make_app(sample_store, PAGE, run="ramayana", evaluation=legacy, tab="Reviewer overrides vs evaluator")
     assert not answers(app)  # only the open tab runs
     frame = app.dataframe[0].value
     [row] = frame[frame["check"] == "cites_shlokas"].to_dict("records")
@@ -217,3 +217,8 @@ def test_a_big_run_searched_without_an_index_says_how_to_build_one(make_app, sam
     assert [c.value for c in searched.sidebar.code] == [command]
     assert match_count(searched) == match_count(indexed) > 0
     assert not make_app(sample_store, PAGE, run="ramayana").sidebar.code  # no search, no advice
+
+
+def test_the_overrides_tab_and_the_human_labels_page_have_distinct_names(make_app, sample_store):
+    app = make_app(sample_store, PAGE, run="ramayana", tab="Reviewer overrides vs evaluator")
+    assert "Reviewer overrides vs evaluator" in [s.value for s in app.subheader]

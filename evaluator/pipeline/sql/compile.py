@@ -320,7 +320,7 @@ def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
     p = comp.profile(profile).profile
     refusal_expected = "(answerable IS NOT DISTINCT FROM false AND NOT is_t3)" if p.answerability else "false"
     return SqlCase(frozenset(comp.t3_not_applicable(ruleset)), refusal_expected, bool(p.citation_pattern),
-                   p.answerability)
+                   p.answerability, p.citation_noun)
 
 
 def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None,

@@ -134,7 +134,19 @@ def test_overrides_change_the_matrix_only_with_with_overrides(cli, toy: Path) ->
 def test_default_mapping_maps_faithfulness_to_no_hallucination_at_the_midpoint(cli, toy: Path) -> None:
     annotate(toy, "toy")
     rules = [c["rule"] for c in agreement_json(cli, toy)["checks"]]
-    assert rules == ["no_hallucination=faithfulness>=2.5", "answers_question=relevance>=2.5"]
+    assert rules == ["no_hallucination=faithfulness>=2.5"]  # relevance is not answerability: no default
+
+
+def test_a_check_against_a_nearly_constant_label_is_cautioned(cli, toy: Path) -> None:
+    rate(toy, {r: ["4", "4", "4"] for r in range(1, 7)})  # every faithfulness rating is 4
+    [check] = agreement_json(cli, toy, "--check", "no_hallucination=faithfulness>=3")["checks"]
+    assert any("ratings of faithfulness are “4”" in c for c in check["caveats"]), check["caveats"]
+
+
+def test_a_check_paired_with_a_label_of_another_kind_is_cautioned(cli, toy: Path) -> None:
+    annotate(toy, "toy")
+    out = cli("agreement", "--run", "toy", "--check", "answers_question=relevance>=3", db=toy, check=True).stdout
+    assert "caution: relevance rates whether the answer is on topic; answers_question decides" in out
 
 
 def test_text_output_shows_alpha_and_the_matrix(cli, toy: Path) -> None:

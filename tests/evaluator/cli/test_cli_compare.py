@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -133,3 +134,18 @@ def test_gate_rejects_an_unknown_provider(cli, sample_store):
     result = cli("gate", "--run", "ramayana", "--min-pass-rate", "T3=0.9", "--provider", "gemini", db=sample_store)
     assert result.returncode == 2
     assert "no provider 'gemini'" in result.stderr
+
+
+def test_no_t1_t2_warning_for_a_run_without_templates(cli, sample_store):
+    promptfoo = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "promptfoo_current.json"
+    cli("ingest", str(promptfoo), "--name", "pf", db=sample_store, check=True)
+    out = cli("compare", "--run", "pf", "--recorded", "--vs-ruleset", "t3_aware", db=sample_store, check=True).stdout
+    data = json.loads(cli("compare", "--run", "pf", "--recorded", "--vs-ruleset", "t3_aware", "--json",
+                          db=sample_store, check=True).stdout)
+    assert data["flips"]["count"] > 0 and not data["templated"] and not data["t1_t2_changed"]
+    assert "T1/T2" not in out and "This run has no templates" in out
+    # a templated run still gets the warning when T1/T2 verdicts move: ramayana_v2's answers under legacy
+    # vs t3_aware change only T3, so it says nothing there either
+    out = cli("compare", "--run", "ramayana", "--recorded", "--vs-ruleset", "t3_aware", db=sample_store,
+              check=True).stdout
+    assert "WARNING: T1/T2" not in out and "no templates" not in out

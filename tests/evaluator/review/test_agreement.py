@@ -84,6 +84,18 @@ def test_parse_mapping_rejects_bad_syntax_with_the_expected_form(text: str) -> N
 def test_default_mapping_passes_at_the_midpoint_of_a_number_scale() -> None:
     assert stats.default_mapping("Faithfulness", "ordinal", ["1", "2", "3", "4"]) == stats.Mapping(
         "no_hallucination", "Faithfulness", ">=", "2.5")
-    assert stats.default_mapping("answer_relevance", "ordinal", ["low", "mid", "high"]) == stats.Mapping(
-        "answers_question", "answer_relevance", ">=", "mid")
+    assert stats.default_mapping("Groundedness", "ordinal", ["low", "mid", "high"]) == stats.Mapping(
+        "no_hallucination", "Groundedness", ">=", "mid")
+    # relevance is not answerability: answer_relevance is not paired with answers_question by default
+    assert stats.default_mapping("answer_relevance", "ordinal", ["low", "mid", "high"]) is None
     assert stats.default_mapping("fluency", "ordinal", ["1", "2"]) is None
+
+
+def test_a_nearly_constant_label_and_a_label_of_another_kind_are_cautioned() -> None:
+    assert "393 of 400 ratings of answer_relevance are “relevant”" in stats.near_constant(
+        "answer_relevance", [("relevant", 393), ("irrelevant", 7)])
+    assert stats.near_constant("faithfulness", [("4", 300), ("1", 100)]) is None
+    assert stats.near_constant("faithfulness", []) is None
+    assert "measure different things" in stats.kind_mismatch("answers_question", "answer_relevance")
+    assert stats.kind_mismatch("no_hallucination", "faithfulness") is None
+    assert stats.kind_mismatch("answers_question", "fluency") is None  # a kind we cannot tell: no claim
