@@ -10,6 +10,7 @@ confusion cell links to its responses, listed here with their Review links.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import pandas as pd
 import streamlit as st
@@ -85,6 +86,7 @@ def render_span_agreement(con: Any, run: str, run_id: int, evaluation_id: int | 
             head, link = st.columns([6, 1], vertical_alignment="center")
             head.markdown(f"**{names.heading(question_id)[0]}** · {names.heading(provider)[0]}")
             link.page_link("pages/review.py", label="Review", icon=":material/rate_review:",
-                           query_params={"response": str(response_id), "evaluation": str(evaluation_id)})
+                           query_params={"response": str(response_id), "evaluation": str(evaluation_id),
+                                         "from": "agreement", "from_q": urlencode(st.query_params.to_dict())})
         if len(ids) > LIST_LIMIT:
             st.caption(f"The first {LIST_LIMIT} of {len(ids):,}; evaluator agreement --spans --json lists them all.")

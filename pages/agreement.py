@@ -10,6 +10,8 @@ page, each with its Review link). Everything is aggregated in SQL (evaluator.que
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 import pandas as pd
 import streamlit as st
 
@@ -36,7 +38,7 @@ def _ratings_line(ratings: list[dict]) -> str:
 
 
 def _review_link(container, response_id: int, evaluation_id: int | None) -> None:  # type: ignore[no-untyped-def]
-    params = {"response": str(response_id)}
+    params = {"response": str(response_id), "from": "agreement", "from_q": urlencode(st.query_params.to_dict())}
     if evaluation_id is not None:
         params["evaluation"] = str(evaluation_id)
     container.page_link("pages/review.py", label="Review", icon=":material/rate_review:", query_params=params)

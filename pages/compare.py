@@ -7,6 +7,7 @@ import streamlit as st
 
 from dashboard import charts, fmt, names, word_diff
 from dashboard.common import md, overrides_toggle, recompute_hint, select_in_url, sidebar_run_picker, store
+from dashboard.review_origin import review_link as origin_link
 from dashboard.shell import served_by_app
 from evaluator.queries import compare as q
 
@@ -29,8 +30,8 @@ def interval(ci: list[float] | None, points: bool = False) -> str:
 
 
 def review_link(response_id: int, evaluation_id: int) -> str:
-    """The Review page of one response under one evaluation (a LinkColumn cell)."""
-    return f"./review?response={int(response_id)}&evaluation={int(evaluation_id)}"  # relative: a base path works
+    """This page's link to Review (a LinkColumn cell): Review offers the way back here."""
+    return origin_link(response_id, evaluation_id, "compare", st.query_params.to_dict())
 
 
 def p_text(p: float) -> str:

@@ -14,6 +14,7 @@ import streamlit as st
 from dashboard import highlight, keys, names, review_queue, reviewing
 from dashboard.annotate import render_rating_form
 from dashboard.common import TEMPLATE_LABELS, select_in_url, sidebar_run_picker, store, store_path
+from dashboard.review_origin import way_back
 from dashboard.shell import served_by_app
 from dashboard.span_marks import UNSUPPORTED_TEXT_FLAGS, render_span_marks
 from evaluator.queries import review as q
@@ -258,8 +259,15 @@ with store() as con:
     here = review_queue.place(con, review_queue.query_of(st.query_params), response_id)
     shown = q.display_rules(con, evaluation_id)
 
-st.page_link("pages/triage.py", label="Back to Triage", icon=":material/arrow_back:",
-             query_params=review_queue.back_params(here, resp["run"], evaluation_id))
+back = way_back(st.query_params.to_dict())
+if back is not None:  # opened from a PM page: back there first, Triage beside it
+    with st.container(horizontal=True):
+        st.page_link(back[0], label=back[1], icon=":material/arrow_back:", query_params=back[2])
+        st.page_link("pages/triage.py", label="Triage", icon=":material/filter_list:",
+                     query_params=review_queue.back_params(here, resp["run"], evaluation_id))
+else:
+    st.page_link("pages/triage.py", label="Back to Triage", icon=":material/arrow_back:",
+                 query_params=review_queue.back_params(here, resp["run"], evaluation_id))
 if here is not None:
     review_queue.heading(here)
 # Names from the run file are cut to one short line; the tooltip (and the metadata below) holds them in full.

@@ -9,6 +9,7 @@ import streamlit as st
 
 from dashboard import fmt, names
 from dashboard.common import command, md, select_in_url, sidebar_run_picker, store, store_path
+from dashboard.review_origin import review_link as origin_link
 from dashboard.shell import served_by_app
 from evaluator.core.types import CHECK_NAMES
 from evaluator.lab import rule_lab as lab
@@ -24,7 +25,8 @@ SAVED_KEY = "lab_saved"  # (run, base, name, version) of the rule set saved in t
 
 
 def review_link(response_id: int, evaluation_id: int) -> str:
-    return f"./review?response={int(response_id)}&evaluation={int(evaluation_id)}"  # relative: a base path works
+    """This page's link to Review (a LinkColumn cell): Review offers the way back here."""
+    return origin_link(response_id, evaluation_id, "rule_lab", st.query_params.to_dict())
 
 
 def field_widget(f: lab.Field, value: object, key: str) -> object:

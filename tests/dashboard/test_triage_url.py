@@ -51,3 +51,15 @@ def test_a_review_link_names_the_response_evaluation_and_queue():
     params = review_params(7, 3, {"run": "clearpath", "size": "25", "page": "2"})
     assert params["response"] == "7" and params["evaluation"] == "3"
     assert parse_qs(params["queue"]) == {"run": ["clearpath"], "size": ["25"]}
+
+
+def test_a_link_from_a_pm_page_brings_review_back_to_that_page_as_it_was():
+    from urllib.parse import parse_qsl, urlsplit
+
+    from dashboard.review_origin import review_link, way_back
+
+    link = review_link(7, 3, "compare", {"run_a": "v1 & co", "run_b": "v2"})
+    query = dict(parse_qsl(urlsplit(link).query))
+    assert (query["response"], query["evaluation"]) == ("7", "3")
+    assert way_back(query) == ("pages/compare.py", "Back to Compare runs", {"run_a": "v1 & co", "run_b": "v2"})
+    assert way_back({"response": "7"}) is None and way_back({"from": "elsewhere"}) is None

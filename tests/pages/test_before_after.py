@@ -164,7 +164,9 @@ def test_every_flip_links_to_its_response_in_review(open_page, sample_store):
     ids, after = response_ids(sample_store, "ramayana"), evaluation_id(sample_store, "ramayana", "t3_aware")
     expected = [f"./review?response={ids[q, p]}&evaluation={after}"
                 for q, p in zip(flips["question_id"], flips["provider"], strict=True)]
-    assert list(flips["review"]) == expected
+    # each link also names this page, so Review leads back here (&from=before_after&from_q=...)
+    assert [link.split("&from=before_after&from_q=")[0] for link in flips["review"]] == expected
+    assert all("&from=before_after&from_q=" in link for link in flips["review"])
 
 
 def test_legacy_as_a_says_why_the_recorded_verdicts_differ(open_page, sample_store):
@@ -175,8 +177,8 @@ def test_legacy_as_a_says_why_the_recorded_verdicts_differ(open_page, sample_sto
     assert "cites_shlokas PASS → FAIL: no inline shloka citation" in told.replace("\\_", "_")  # md() escapes _
     table = frame_with(at, "recorded", "recomputed", "because")
     ids, legacy = response_ids(sample_store, "ramayana"), evaluation_id(sample_store, "ramayana", "legacy")
-    assert sorted(table["review"]) == sorted(f"./review?response={ids['q39', p]}&evaluation={legacy}"
-                                             for p in ("openai", "claude"))
+    assert sorted(link.split("&from=")[0] for link in table["review"]) == sorted(
+        f"./review?response={ids['q39', p]}&evaluation={legacy}" for p in ("openai", "claude"))
 
 
 def test_recorded_as_a_needs_no_legacy_explanation(open_page):

@@ -198,8 +198,12 @@ def test_every_flip_links_both_responses_to_review(open_page, sample_store, expe
     ids_a, ids_b = response_ids(sample_store, "ramayana"), response_ids(sample_store, "ramayana_v2")
     eval_a, eval_b = evaluation_id(sample_store, "ramayana"), evaluation_id(sample_store, "ramayana_v2")
     keys = list(zip(rows["question_id"], rows["provider"], strict=True))
-    assert list(rows["A"]) == [f"./review?response={ids_a[k]}&evaluation={eval_a}" for k in keys]
-    assert list(rows["B"]) == [f"./review?response={ids_b[k]}&evaluation={eval_b}" for k in keys]
+    # each link also names this page, so Review leads back here (&from=compare&from_q=...)
+    assert [link.split("&from=compare&from_q=")[0] for link in rows["A"]] == [
+        f"./review?response={ids_a[k]}&evaluation={eval_a}" for k in keys]
+    assert [link.split("&from=compare&from_q=")[0] for link in rows["B"]] == [
+        f"./review?response={ids_b[k]}&evaluation={eval_b}" for k in keys]
+    assert all("&from=compare&from_q=" in link for link in [*rows["A"], *rows["B"]])
 
 
 def test_the_open_tab_is_in_the_url_and_only_it_renders(open_page, expected):

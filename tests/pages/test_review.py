@@ -254,3 +254,14 @@ def test_the_override_form_opens_on_the_overall_verdict_when_no_check_fails(make
                                  ORDER BY 1 LIMIT 1""")[0][0]
     app = make_app(sample_store, PAGE, response=rid, state={"reviewer": "alice"})
     assert app.selectbox(key="override_target").value == "overall"
+
+
+def test_opened_from_compare_review_leads_back_to_compare_as_it_was(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "clearpath", "cp-02", "openai")
+    evaluation = evaluation_id(query, sample_store, "clearpath", "t3_aware")
+    app = make_app(sample_store, PAGE, response=rid, evaluation=evaluation, **{
+        "from": "compare", "from_q": "run_a=ramayana&run_b=ramayana_v2"})
+    [back] = [link.proto for link in app.get("page_link") if link.proto.label == "Back to Compare runs"]
+    assert back.page == "compare"
+    assert "run_a=ramayana" in back.query_string and "run_b=ramayana_v2" in back.query_string
+    assert [link.proto.label for link in app.get("page_link") if link.proto.page == "triage"] == ["Triage"]

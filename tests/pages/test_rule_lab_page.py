@@ -33,7 +33,7 @@ def test_an_added_refusal_pattern_shows_its_flips(make_app, sample_store: Path) 
     flips = app.dataframe[-1].value
     assert set(flips["verdict"]) == {"PASS → FAIL"}
     assert flips["check_diff"].str.contains("answers_question: PASS → FAIL").all()
-    assert flips["review"].str.match(r"^\./review\?response=\d+&evaluation=\d+$").all()
+    assert flips["review"].str.match(r"^\./review\?response=\d+&evaluation=\d+&from=rule_lab&from_q=").all()
 
 
 def test_a_bad_regex_is_shown_at_its_field_and_nothing_is_saved(make_app, sample_store: Path,  # type: ignore[no-untyped-def]
