@@ -13,7 +13,7 @@ from typing import TypeVar
 import duckdb
 import streamlit as st
 
-from dashboard.highlight import INVISIBLE, break_autolinks, inline, visible_token
+from dashboard.highlight import INVISIBLE, break_autolinks, inline, inline_html, visible_token
 from evaluator.queries.runs import run_names
 from evaluator.review import pending
 from evaluator.store.db import StoreBusyError, connect, resolve_db_path, set_waiting
@@ -25,6 +25,9 @@ def store_path() -> str:
     return str(resolve_db_path(None))
 
 
+WAIT_STYLE = ("position:fixed; top:3.75rem; left:50%; transform:translateX(-50%); z-index:1000100; max-width:42rem; "
+              "padding:0.6rem 1rem; border-radius:0.5rem; background:#e8f0fe; color:#174ea6; "
+              "box-shadow:0 2px 8px rgba(0,0,0,0.2); font-size:0.95rem")
 PAGE_WAIT_S = 60.0  # then the page reruns itself and waits again: a page never gives up
 
 
@@ -35,9 +38,12 @@ def waiting_notice(label: str = "This page"):  # type: ignore[no-untyped-def]
     def on_wait(waited: float, holder: str | None) -> None:
         nonlocal slot
         slot = slot or st.empty()
-        who = f"**{md(holder)}**" if holder else "another program"
-        slot.info(f"Waiting for the store: {who} is using it ({waited:.0f} s so far). {label} carries on by "
-                  "itself as soon as it is free — nothing you typed is lost.", icon=":material/hourglass_top:")
+        who = f"<b>{inline_html(holder)}</b>" if holder else "another program"
+        # Fixed at the top of the window: a reviewer scrolled down a long page sees it (the page
+        # itself is greyed out while it waits).
+        slot.html(f'<style>.store-wait {{{WAIT_STYLE}}}</style><div class="store-wait" role="status">'
+                  f"⌛ Waiting for the store: {who} is using it ({waited:.0f} s so far). {inline_html(label)} "
+                  "carries on by itself as soon as it is free — nothing you typed is lost.</div>")
 
     def done() -> None:
         if slot is not None:

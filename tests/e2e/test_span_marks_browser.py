@@ -5,6 +5,7 @@ change from "no span labels" to the figures the CLI computes on the same store."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,7 +66,26 @@ def test_marking_text_on_review_changes_the_span_figures_on_agreement(module_ser
     assert figures["responses"] == 1 and figures["tp"] == 1 and 0 < figures["char_precision"] < 1
     page.goto(f"{module_server}/agreement?run=clearpath&span_flag=potential_hallucination")
     metrics = page.get_by_test_id("stMetric")
-    expect(metrics.filter(has_text="Responses marked")).to_contain_text("1")
+    expect(metrics.filter(has_text="Responses marked")).to_contain_text("1", timeout=60_000)
     expect(metrics.filter(has_text="Character precision")).to_contain_text(percent(figures["char_precision"]))
     expect(metrics.filter(has_text="Character recall")).to_contain_text(percent(figures["char_recall"]))
     expect(metrics.filter(has_text="Character F1")).to_contain_text(f"{figures['char_f1']:.3f}")
+
+
+def test_a_reviewer_scrolled_down_review_sees_that_the_page_waits_for_the_store(module_server, module_store, page,
+                                                                                hold_store):
+    response_id = flagged_response(module_store)
+    page.goto(f"{module_server}/review?run=clearpath&response={response_id}")
+    history = page.get_by_role("heading", name="Override history")
+    expect(history).to_be_visible(timeout=60_000)
+    history.scroll_into_view_if_needed()
+    holder = hold_store(module_store, "evaluator ingest")
+    try:
+        page.keyboard.press("r")  # Streamlit's rerun key: the page reads the store again, and must wait
+        notice = page.locator(".store-wait")
+        expect(notice).to_be_in_viewport(timeout=30_000)
+        expect(notice).to_contain_text(re.compile(r"Waiting for the store: evaluator ingest\b.* is using it"))
+        assert notice.evaluate("el => getComputedStyle(el).position") == "fixed"  # wherever the page is scrolled
+    finally:
+        holder.release()
+    expect(page.locator(".store-wait")).to_have_count(0, timeout=60_000)
