@@ -23,6 +23,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.common import md, store
+from dashboard.fmt import no_none
 from dashboard.highlight import inline
 from evaluator.review import annotations, pending
 from evaluator.review.overrides import OverrideError
@@ -79,8 +80,8 @@ def render_rating_form(db: str, run_id: int, response_id: int, reviewer: str | N
         st.caption("This run defines no labels to rate.")
         return
     if current:
-        st.dataframe(pd.DataFrame(current)[["label", "annotator", "value", "reason", "source", "created_at"]],
-                     hide_index=True, width="stretch")
+        st.dataframe(no_none(pd.DataFrame(current)[["label", "annotator", "value", "reason", "source", "created_at"]]),
+                     hide_index=True, width="stretch")  # a rating without a reason reads "—", never "None"
     else:
         st.caption("No ratings yet.")
     by_name = {d["label"]: d for d in definitions}

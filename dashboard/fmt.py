@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable
 from decimal import ROUND_HALF_UP, Decimal
@@ -71,3 +72,11 @@ def no_none(frame: pd.DataFrame) -> pd.DataFrame:
         if pd.api.types.is_object_dtype(out[column]) or pd.api.types.is_string_dtype(out[column]):
             out[column] = out[column].astype(object).where(out[column].notna(), MISSING)
     return out
+
+
+def score(value: object) -> str:
+    """A score a run file carries, as a reviewer reads it: 0.6071428571428571 -> '0.607'; other
+    values (text, lists, a score per annotator) as the file gave them."""
+    if isinstance(value, float) and math.isfinite(value):
+        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

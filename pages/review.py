@@ -11,7 +11,7 @@ import json
 import pandas as pd
 import streamlit as st
 
-from dashboard import highlight, keys, names, review_queue, reviewing
+from dashboard import fmt, highlight, keys, names, review_queue, reviewing
 from dashboard.annotate import render_rating_form
 from dashboard.common import TEMPLATE_LABELS, select_in_url, sidebar_run_picker, store, store_path
 from dashboard.review_origin import way_back
@@ -332,8 +332,7 @@ source_scores = (stored_json.get("metadata") or {}).get("metrics")
 if isinstance(source_scores, dict) and source_scores:  # e.g. InspectorRAGet's algorithmic metrics
     st.subheader("Scores from the run file")
     st.dataframe(pd.DataFrame({"metric": [str(k) for k in source_scores],
-                               "value": [json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v
-                                         for v in source_scores.values()]}),
+                               "value": [fmt.score(v) for v in source_scores.values()]}),
                  hide_index=True, width="content")
 with st.expander("Golden-set fields and metadata"):
     st.json({**details, **stored_json}, expanded=True)  # shown as data, never as markup

@@ -23,3 +23,10 @@ def test_missing_text_cells_become_a_dash_and_numbers_keep_their_type():
 def test_templates_say_no_template_for_none():
     shown = [fmt.template(t) for t in ("T3", "none", "none → T3", None)]
     assert shown == ["T3", "no template", "no template → T3", "—"]
+
+
+def test_a_score_from_the_run_file_reads_short():
+    from dashboard.fmt import score
+
+    assert [score(v) for v in (0.6071428571428571, 1.0, 12345.678, "Yes", {"ann-1": 3})] == [
+        "0.607", "1", "12,346", "Yes", '{"ann-1": 3}']
