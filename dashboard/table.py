@@ -16,7 +16,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
-from dashboard import fmt, highlight, reviewing
+from dashboard import fmt, highlight, names, reviewing
 from dashboard.common import store_path
 from dashboard.triage_url import review_params
 from evaluator.review import pending
@@ -27,6 +27,9 @@ TABLE_KEY = "triage_table"  # session state: the table's row selection
 NO_SELECTION: dict[str, Any] = {"selection": {"rows": [], "columns": [], "cells": []}}
 ACTIONS = {"confirm": "Confirm the computed verdict", "set": "Override to a value"}
 SAVE_WAIT_S = 2.0  # then the save stays pending (never lost) and the background writer lands it
+
+
+QUESTION_CHARS = 80  # the question, cut to one line of the table; Review shows it whole
 
 
 def target_label(target: str) -> str:
@@ -41,16 +44,19 @@ def frame(rows: Sequence[Mapping[str, Any]], checks: Mapping[int, list[dict[str,
         response_id = int(row["response_id"])
         failing = [c["check"] for c in checks.get(response_id, []) if c["verdict"] == "FAIL"]
         records.append({
+            "review": "./review?" + urlencode(review_params(response_id, evaluation_id, query)),
             "question id": row["question_id"],
+            "question": names.short(row["question"], QUESTION_CHARS),
             "provider": row["provider"],
             "template": fmt.template(row["template_group"]),
             "verdict": row["overall"] or fmt.MISSING,
             "failing checks": ", ".join(failing),
             "flags": ", ".join(f["flag"] for f in flags.get(response_id, [])),
             "overridden": bool(row["n_overrides"]),
-            "review": "./review?" + urlencode(review_params(response_id, evaluation_id, query)),
         })
-    columns = ["question id", "provider", "template", "verdict", "failing checks", "flags", "overridden", "review"]
+    # Review first: long flag or check names never push it off-screen.
+    columns = ["review", "question id", "question", "provider", "template", "verdict", "failing checks", "flags",
+               "overridden"]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -131,7 +137,7 @@ def bulk_panel(con: duckdb.DuckDBPyConnection, ids: list[int], evaluation_id: in
     # Only what every selected response can take: one target, one transaction for all of them.
     common = set.intersection(*(set(targets_for(con, i, applicable_only=True)) for i in ids))
     targets = [t for t in targets_for(con, ids[0], applicable_only=True) if t in common and t != "refused"]
-    target = st.selectbox("Verdict", targets, key="bulk_target", format_func=target_label)
+    target = st.selectbox("What to override", targets, key="bulk_target", format_func=target_label)
     if action == "set":
         st.radio("New value", allowed_values(target), key=f"bulk_value_{target}", horizontal=True)
     else:

@@ -37,8 +37,10 @@ def test_the_table_view_has_one_row_per_response_with_its_columns(make_app, samp
     app = make_app(sample_store, PAGE, run="ramayana", view="table")
     frame = table(app)
     assert len(frame) == 50
-    assert list(frame.columns) == ["question id", "provider", "template", "verdict", "failing checks", "flags",
-                                   "overridden", "review"]
+    # Review first (long flag names never push it off-screen), and the question itself (issue 31)
+    assert list(frame.columns) == ["review", "question id", "question", "provider", "template", "verdict",
+                                   "failing checks", "flags", "overridden"]
+    assert frame["question"].str.len().max() <= 80 and frame["question"].str.len().min() > 0
     assert not [m for m in app.markdown if m.value.startswith('<div class="answer"')]  # no cards
 
 
