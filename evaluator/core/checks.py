@@ -15,6 +15,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
+from evaluator.core import support
 from evaluator.core.registry import check
 from evaluator.core.sql_fragments import SqlCase, pair, repr_of, snippet_of
 from evaluator.core.types import FAIL, NA, PASS, CheckResult, ResponseInput, Span
@@ -222,7 +223,7 @@ class Context:
 
     __slots__ = ("resp", "answer", "retrieved", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
                  "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_raw_doc",
-                 "_retrieved_ids", "function_words")
+                 "_retrieved_ids", "function_words", "_claims")
 
     def __init__(self, resp: ResponseInput, comp: CompiledRules, profile: CompiledProfile,
                  t3_not_applicable: frozenset[str], with_spans: bool,
@@ -247,6 +248,7 @@ class Context:
         self._raw_doc: str | None = None
         self._retrieved_ids: frozenset[str] | None = None
         self.function_words = function_words  # the refined proper-noun rule's, or None (literal)
+        self._claims: list[support.Sentence] | None = None
 
     def not_required_for_t3(self, check_name: str) -> bool:
         """The rule set makes this check N/A for a T3 refusal; a profile that follows
@@ -405,6 +407,25 @@ class Context:
                     break
             u = self._unverified = tuple(found)
         return u
+
+
+    def unsupported_sentences(self) -> list[support.Sentence]:
+        """The answer's sentences the retrieved items do not support (evaluator/core/support.py);
+        without spans, only the first one."""
+        got = self._claims
+        if got is None:
+            params = self.comp.rules.claim_support
+            texts = [it.text for it in self.retrieved if it is not None and isinstance(it.text, str)]
+            context = _context_keys(tuple(texts), params.prefix)
+            got = self._claims = [s for s in support.judge(self.views()[0], context, params,
+                                                           first_only=not self.with_spans) if s.unsupported]
+        return got
+
+
+@functools.lru_cache(maxsize=4096)
+def _context_keys(texts: tuple[str, ...], prefix: int) -> frozenset[str]:
+    """support.context_keys, kept for the retrieved items many responses share."""
+    return support.context_keys(texts, prefix)
 
 
 def _citation_id(qn: str, m: Any, id_group: int) -> str:

@@ -72,6 +72,8 @@ class Span:
     end: int
     text: str
     kind: str
+    score: float | None = None  # how far the context supports it, 0-1 (unsupported_claim spans)
+    reason: str = ""  # what was not found (unsupported_claim spans)
 
 
 @dataclass(frozen=True, slots=True)
