@@ -20,7 +20,9 @@ curly quotes, read straightened, and ANSWER_PUNCTUATION: see compile.py and re2.
   ``refused`` (the profile's refusal rule), ``h_refusal``/``h_phrases`` (refusal patterns, refusal
   phrases), ``h_redirect`` (T3 rows), ``h_sub`` (refused T3 rows), ``h_markers`` (T2 rows),
   ``gold`` (normalised aliases), ``gold_found``, ``cites`` (cited ids), ``bad_cite`` (the first
-  cited id not retrieved), ``unverified`` (the first unverified price or proper noun: {t, p});
+  cited id not retrieved), ``unverified`` (the first unverified price or proper noun: {t, p}),
+  ``unsupported`` (some sentence the retrieved items do not support: evaluator/core/support.py;
+  worked out only when a rule set raises unsupported_claim);
 - parameters: ``$thr`` (the threshold as Python's ``:g`` prints it), ``$nar`` (the profile's
   not-applicable reason), ``$sev_<flag>`` (each flag's severity).
 """
@@ -41,6 +43,7 @@ class SqlCase:
     refusal_expected: str  # SQL: the row's question must be refused (unanswerable), by the profile
     has_citation: bool  # the profile defines a citation pattern
     answerability: bool  # the profile's answers_question follows answerability
+    extra_flags: frozenset[str] = frozenset()  # the opt-in flags the rule set raises (the others' column is NULL)
 
     def not_required(self, check: str) -> str:
         """SQL: ``check`` is not required for this row (a T3 refusal, or an expected refusal)."""

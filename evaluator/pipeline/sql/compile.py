@@ -23,6 +23,7 @@ from typing import Any
 
 from evaluator.core.registry import FLAG, NO_RETRIEVAL_REASON, Entry, check_entries, flag_entries
 from evaluator.core.sql_fragments import NA, WS, SqlCase, pair
+from evaluator.core.support import DIGIT_GROUP, MIN_TOKEN, SENTENCE_END
 from evaluator.core.types import FLAG_NAMES
 from evaluator.pipeline.sql.re2 import ANSWER_PARAMS, CLEAN_SQL, answer_gate, clean_of, straightened, to_re2
 from evaluator.rules.load import PatternRule, Rules, compiled, norm_term, straighten
@@ -200,6 +201,54 @@ def _unverified_ctes(exempt: bool) -> str:
 )"""
 
 
+def _words(x: str) -> str:
+    """support.tokens on clean ASCII: lower case, digit groups joined, runs of [a-z0-9]."""
+    return f"regexp_extract_all(regexp_replace(lower({x}), '{DIGIT_GROUP}', '\\1\\2', 'g'), '[a-z0-9]+')"
+
+
+def _key(t: str) -> str:
+    """support.key: a number whole, another word by its first $prefix characters."""
+    return f"CASE WHEN regexp_matches({t}, '[0-9]') THEN {t} ELSE left({t}, $prefix) END"
+
+
+def _unsupported_ctes(wanted: bool, numbers: bool) -> str:
+    """Context.unsupported_sentences, set-based (evaluator/core/support.py): each content word of
+    each sentence of each answer is a row (``atok``); the words of each retrieved item are keyed once
+    (``dkeys``); a word is supported when some item retrieved for its response holds its key; a
+    response is ``unsupported`` when some sentence has a missing number (with ``numbers``) or at
+    least $min_words content words of which at least $max_unsupported are missing. Not ``wanted``
+    (no column reads it): no response is."""
+    if not wanted:
+        return "uns AS (SELECT NULL::BIGINT AS response_id, false AS unsupported WHERE false)"
+    number_rule = "mnum > 0 OR " if numbers else ""
+    return f"""stop AS (
+  SELECT unnest($stop_words) AS w
+), atok AS MATERIALIZED (
+  SELECT response_id, sn, tok, {_key('tok')} AS key, regexp_matches(tok, '[0-9]') AS num
+  FROM (SELECT response_id, s.i AS sn, unnest(s.w) AS tok
+        FROM (SELECT response_id, unnest(list_transform(string_split_regex(answer, $sentence_end),
+                                         lambda x, i: {{'i': i, 'w': {_words('x')}}})) AS s
+              FROM f1 WHERE retrieval_recorded))
+  WHERE (length(tok) >= {MIN_TOKEN} OR regexp_matches(tok, '[0-9]')) AND tok NOT IN (SELECT w FROM stop)
+), dkeys AS (
+  SELECT DISTINCT chunk_key, {_key('t')} AS key
+  FROM (SELECT chunk_key, unnest({_words('text')}) AS t FROM docs)
+), akeys AS (
+  SELECT DISTINCT response_id, key FROM atok
+), found_key AS (
+  SELECT DISTINCT a.response_id, a.key FROM akeys a JOIN retrieved rt USING (response_id)
+  JOIN dkeys d ON d.chunk_key = rt.chunk_key AND d.key = a.key
+), sent AS (
+  SELECT a.response_id, a.sn, count(*) AS n, count(*) FILTER (WHERE f.key IS NULL) AS m,
+         count(*) FILTER (WHERE f.key IS NULL AND a.num) AS mnum
+  FROM atok a LEFT JOIN found_key f ON f.response_id = a.response_id AND f.key = a.key
+  GROUP BY a.response_id, a.sn
+), uns AS (
+  SELECT response_id, bool_or({number_rule}(n >= $min_words AND m::DOUBLE / n >= $max_unsupported)) AS unsupported
+  FROM sent GROUP BY response_id
+)"""
+
+
 # Each list of _pattern_lists as the checks' ``reads`` name it (evaluator.core.registry): an edit of a
 # list can change only the verdicts of the checks that read its key.
 PATTERN_LIST_KEYS = {
@@ -320,7 +369,7 @@ def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
     p = comp.profile(profile).profile
     refusal_expected = "(answerable IS NOT DISTINCT FROM false AND NOT is_t3)" if p.answerability else "false"
     return SqlCase(frozenset(comp.t3_not_applicable(ruleset)), refusal_expected, bool(p.citation_pattern),
-                   p.answerability)
+                   p.answerability, frozenset(rules.ruleset(ruleset).extra_flags))
 
 
 def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None,
@@ -427,6 +476,13 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
         # only what needs the retrieved items reads them, and none of it runs without recorded retrieval
         cands = f"CASE WHEN retrieval_recorded THEN {cands} ELSE {no_cands} END"
 
+    support = rules.claim_support
+    wants_support = bool(re.search(r"\bunsupported\b", columns))
+    if wants_support:
+        params.update(stop_words=list(support.stop_words) or [""], prefix=support.prefix,
+                      min_words=support.min_words, max_unsupported=support.max_unsupported,
+                      sentence_end=SENTENCE_END)
+
     def max_words_filter(k: int) -> str:
         base = f"list_filter(list_transform(aliases, lambda a: {_norm_answer('a')}), lambda a: a <> '')"
         return base if not k else f"list_filter({base}, lambda a: length(a) - length(replace(a, ' ', '')) < {int(k)})"
@@ -496,12 +552,12 @@ WITH resp AS (  -- the answer straightened, as Python matches it (text_norm.stra
          {cands} AS cands
   FROM (SELECT *, {gated("refusal")} AS h_refusal, {gated("phrases")} AS h_phrases
         FROM (SELECT *, {ids_found} AS ids_found, {any_hit} AS h_any FROM f0))
-), {_unverified_ctes(exempt)}, f2 AS (
-  SELECT f1.*, unv.unverified,
+), {_unverified_ctes(exempt)}, {_unsupported_ctes(wants_support, support.numbers)}, f2 AS (
+  SELECT f1.*, unv.unverified, coalesce(uns.unsupported, false) AS unsupported,
          list_transform(cites, lambda c: {_retrieved('c')}) AS cite_ok,
          list_transform(expected, lambda c: {_retrieved('c')}) AS expected_ok,
          CASE WHEN {gold_needed} THEN {_gold_found(_spaced_answer('answer'))} ELSE false END AS gold_found
-  FROM f1 LEFT JOIN unv USING (response_id)
+  FROM f1 LEFT JOIN unv USING (response_id) LEFT JOIN uns USING (response_id)
 ), f3 AS (
   SELECT *,
          clean AND NOT list_contains(list_transform(cite_ok, lambda x: x IS NULL), true)
@@ -541,7 +597,8 @@ SELECT response_id, decided, is_t3{"," if columns else ""}
 FROM f5
 """
     params.update({f"sev_{e.name}": comp.severities[e.name] for e in raised})
-    regexes = frozenset(k for k in params if k.startswith("rx_") or k in ("price", "noun", "citation", "fw"))
+    regexes = frozenset(k for k in params if k.startswith("rx_") or k in ("price", "noun", "citation", "fw",
+                                                                          "sentence_end"))
     return CompiledRun(sql, params, regexes)
 
 
@@ -562,7 +619,7 @@ def _check_column(e: Entry, case: SqlCase, applied: frozenset[str]) -> str:
 def _flag_column(e: Entry, case: SqlCase) -> str:
     """A flag's column: its registered SQL form (the severity, or NULL: not raised); one that needs
     the retrieved items is not raised on a response whose run records no retrieval."""
-    if e.sql is None:
+    if e.sql is None or (e.opt_in and e.name not in case.extra_flags):
         return "NULL"
     if e.needs_retrieval:
         return f"CASE WHEN retrieval_recorded THEN {e.sql(case)} END"
