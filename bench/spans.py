@@ -143,8 +143,9 @@ def table(title: str, lines: list[tuple[str, Score]]) -> str:
     out = [title, f"{'':38} {'n':>4} {'pos':>4} {'raised':>6}  {'P':>5}  {'R':>5}  {'BA':>5}  "
                   f"{'charP':>5}  {'charR':>5}  {'charF1':>6}"]
     for name, s in lines:
-        out.append(f"{name:38} {s.n:>4} {s.positives:>4} {s.raised:>6}  {_fmt(s.precision)}  {_fmt(s.recall)}  "
-                   f"{_fmt(s.balanced_accuracy)}  {_fmt(s.char_precision)}  {_fmt(s.char_recall)}  {_fmt(s.char_f1):>6}")
+        cells = (s.precision, s.recall, s.balanced_accuracy, s.char_precision, s.char_recall)
+        out.append(f"{name:38} {s.n:>4} {s.positives:>4} {s.raised:>6}  " + "  ".join(_fmt(c) for c in cells)
+                   + f"  {_fmt(s.char_f1):>6}")
     return "\n".join(out)
 
 

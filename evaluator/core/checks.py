@@ -15,9 +15,9 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from evaluator.core import support
 from evaluator.core.registry import check
 from evaluator.core.sql_fragments import SqlCase, pair, repr_of, snippet_of
+from evaluator.core.support import Sentence, context_keys, judge
 from evaluator.core.types import FAIL, NA, PASS, CheckResult, ResponseInput, Span
 from evaluator.rules.matchers import CompiledProfile, CompiledRules, MatcherSet
 from evaluator.rules.model import NOT_APPLICABLE_TO_BOT  # noqa: F401 - re-exported: callers import it from here
@@ -248,7 +248,7 @@ class Context:
         self._raw_doc: str | None = None
         self._retrieved_ids: frozenset[str] | None = None
         self.function_words = function_words  # the refined proper-noun rule's, or None (literal)
-        self._claims: list[support.Sentence] | None = None
+        self._claims: list[Sentence] | None = None
 
     def not_required_for_t3(self, check_name: str) -> bool:
         """The rule set makes this check N/A for a T3 refusal; a profile that follows
@@ -409,7 +409,7 @@ class Context:
         return u
 
 
-    def unsupported_sentences(self) -> list[support.Sentence]:
+    def unsupported_sentences(self) -> list[Sentence]:
         """The answer's sentences the retrieved items do not support (evaluator/core/support.py);
         without spans, only the first one."""
         got = self._claims
@@ -417,15 +417,15 @@ class Context:
             params = self.comp.rules.claim_support
             texts = [it.text for it in self.retrieved if it is not None and isinstance(it.text, str)]
             context = _context_keys(tuple(texts), params.prefix)
-            got = self._claims = [s for s in support.judge(self.views()[0], context, params,
+            got = self._claims = [s for s in judge(self.views()[0], context, params,
                                                            first_only=not self.with_spans) if s.unsupported]
         return got
 
 
 @functools.lru_cache(maxsize=4096)
 def _context_keys(texts: tuple[str, ...], prefix: int) -> frozenset[str]:
-    """support.context_keys, kept for the retrieved items many responses share."""
-    return support.context_keys(texts, prefix)
+    """context_keys, kept for the retrieved items many responses share."""
+    return context_keys(texts, prefix)
 
 
 def _citation_id(qn: str, m: Any, id_group: int) -> str:

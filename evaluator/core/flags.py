@@ -7,9 +7,9 @@ it) or None. Severities and banner texts come from the rules (``banner_text``).
 
 from __future__ import annotations
 
-from evaluator.core import support
 from evaluator.core.checks import Context
 from evaluator.core.registry import flag
+from evaluator.core.support import reason as support_reason
 from evaluator.core.types import FlagResult, Span
 from evaluator.rules.model import Rules
 
@@ -81,5 +81,5 @@ def unsupported_claim(ctx: Context) -> FlagResult | None:
     if not found:
         return None
     spans = tuple(Span(s.start, s.end, ctx.answer[s.start:s.end], "unsupported_claim", round(s.score, 3),
-                       support.reason(s)) for s in found) if ctx.with_spans else ()
+                       support_reason(s)) for s in found) if ctx.with_spans else ()
     return _flag("unsupported_claim", ctx.comp.severities["unsupported_claim"], spans)

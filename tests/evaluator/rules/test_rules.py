@@ -92,6 +92,7 @@ def test_default_banners_and_severities(rules: Rules) -> None:
     assert rules.banner("refusal_detected") is None
     assert [(f.name, f.severity) for f in rules.flag_rules] == [
         ("no_context_warning", "warning"), ("refusal_detected", "info"), ("potential_hallucination", "warning"),
+        ("unsupported_claim", "warning"),
     ]
 
 
