@@ -7,7 +7,8 @@ import pytest
 from evaluator.core.support import context_keys, judge, key, reason, sentences, tokens
 from evaluator.rules.model import ClaimSupport
 
-PARAMS = ClaimSupport(min_words=3, max_unsupported=0.3, prefix=5, numbers=True, stop_words=("the", "was", "of", "a", "and", "had", "its"))
+PARAMS = ClaimSupport(min_words=3, max_unsupported=0.3, prefix=5, numbers=True,
+                      stop_words=("the", "was", "of", "a", "and", "had", "its"))
 CONTEXT = context_keys(["Poseidon grossed $ 181,674,817 at the worldwide box office on a budget of $ 160 million ."],
                        PARAMS.prefix)
 
