@@ -215,3 +215,11 @@ def test_unsupported_claim_decides_the_same_without_spans(run: Run, make_resp: M
         with_spans = flag_of(run(resp, ruleset="grounded"), "unsupported_claim")
         without = flag_of(run(resp, ruleset="grounded", with_spans=False), "unsupported_claim")
         assert (with_spans is None) == (without is None), answer
+
+
+def test_a_span_is_stored_with_its_score_and_reason_only_when_it_has_them() -> None:
+    from evaluator.core.types import Span
+
+    assert Span(0, 3, "abc", "proper_noun").as_dict() == {"start": 0, "end": 3, "text": "abc", "kind": "proper_noun"}
+    assert Span(0, 3, "abc", "unsupported_claim", 0.25, "why").as_dict() == {
+        "start": 0, "end": 3, "text": "abc", "kind": "unsupported_claim", "score": 0.25, "reason": "why"}
