@@ -29,6 +29,8 @@ KINDS: dict[str, tuple[str, str]] = {
     "gold_answer": ("Gold answer", "#b2f2bb"),
     "interpretation_marker": ("Interpretation marker", "#eebefa"),
     "search_match": ("Search match", "#ffec99"),
+    # last: a whole sentence (issue 30), under the finer spans it may hold
+    "unsupported_claim": ("Not supported by the retrieved context", "#ffd8a8"),
 }
 OTHER = ("Other", "#dee2e6")
 PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}
