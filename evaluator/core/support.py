@@ -76,7 +76,7 @@ def tokens(text: str) -> list[str]:
 
 
 def _has_digit(token: str) -> bool:
-    return any(c.isdigit() for c in token)
+    return not token.isalpha() and any(c.isdigit() for c in token)  # most words are letters only
 
 
 def key(token: str, prefix: int) -> str:
@@ -90,7 +90,16 @@ def is_content(token: str, stop_words: frozenset[str]) -> bool:
 
 def context_keys(texts: Iterable[str], prefix: int) -> frozenset[str]:
     """The keys of every word of ``texts``."""
-    return frozenset(key(t, prefix) for text in texts for t in tokens(text))
+    out: set[str] = set()
+    for text in texts:
+        out |= text_keys(text, prefix)
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=16384)
+def text_keys(text: str, prefix: int) -> frozenset[str]:
+    """The keys of every word of one text (kept: many responses retrieve the same items)."""
+    return frozenset(key(t, prefix) for t in set(tokens(text)))
 
 
 def sentences(answer: str) -> list[tuple[int, int]]:
