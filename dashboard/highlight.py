@@ -17,6 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evaluator.core.registry import FLAG
+
 # kind -> (label, background colour); the order is the priority when spans overlap.
 KINDS: dict[str, tuple[str, str]] = {
     "citation_not_retrieved": ("Citation not retrieved", "#ffa8a8"),
@@ -29,6 +31,8 @@ KINDS: dict[str, tuple[str, str]] = {
     "gold_answer": ("Gold answer", "#b2f2bb"),
     "interpretation_marker": ("Interpretation marker", "#eebefa"),
     "search_match": ("Search match", "#ffec99"),
+    # last: a whole sentence (issue 30), under the finer spans it may hold
+    FLAG.unsupported_claim: ("Not supported by the retrieved context", "#ffd8a8"),
 }
 OTHER = ("Other", "#dee2e6")
 PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}

@@ -41,7 +41,8 @@ def _orange_banner(text: str) -> None:
 
 # SPEC §5's banner of each flag that has one: yellow for no supporting documentation, orange for
 # unverified details (FLAG.x is the registered name: a renamed flag fails here at import).
-BANNERS = {FLAG.no_context_warning: _yellow_banner, FLAG.potential_hallucination: _orange_banner}
+BANNERS = {FLAG.no_context_warning: _yellow_banner, FLAG.potential_hallucination: _orange_banner,
+           FLAG.unsupported_claim: _orange_banner}
 
 
 def banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> None:

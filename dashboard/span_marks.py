@@ -14,6 +14,7 @@ Call it OUTSIDE any `with store() as con:` block: a save opens the store for wri
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
@@ -21,13 +22,14 @@ import streamlit as st
 from dashboard import names
 from dashboard.common import store
 from dashboard.highlight import inline
+from evaluator.core.registry import FLAG
 from evaluator.review import pending, span_labels
 from evaluator.review.overrides import OverrideError
 from evaluator.review.span_agreement import kind
 
 SAVE_WAIT_S = 2.0
 # The flags whose spans say "this text is not supported": a reviewer may mark one a false alarm.
-UNSUPPORTED_TEXT_FLAGS = ("potential_hallucination", "unsupported_claim")
+UNSUPPORTED_TEXT_FLAGS = (FLAG.potential_hallucination, FLAG.unsupported_claim)
 
 _HTML = '<div class="answer" data-testid="span-marker-answer"></div>'
 _CSS = """
@@ -37,47 +39,7 @@ _CSS = """
 .answer .human { text-decoration: underline wavy rgb(220, 38, 38); text-underline-offset: 3px; }
 .answer .benign { text-decoration: underline dotted rgb(100, 116, 139); text-underline-offset: 3px; }
 """
-# Offsets in code points both ways: Array.from splits a string into code points.
-_JS = """
-export default function ({ data, parentElement, setStateValue }) {
-  const root = parentElement.querySelector(".answer");
-  const chars = Array.from(data.answer);
-  const cuts = new Set([0, chars.length]);
-  for (const s of [...data.flagged, ...data.human]) { cuts.add(s.start); cuts.add(s.end); }
-  const points = [...cuts].filter((c) => c >= 0 && c <= chars.length).sort((a, b) => a - b);
-  root.textContent = "";
-  for (let i = 0; i + 1 < points.length; i++) {
-    const [a, b] = [points[i], points[i + 1]];
-    const inside = (s) => s.start <= a && b <= s.end;
-    const piece = chars.slice(a, b).join("");
-    let node = document.createElement(data.flagged.some(inside) ? "mark" : "span");
-    const human = data.human.filter(inside);
-    if (human.some((s) => s.kind === "unsupported")) node.className = "human";
-    else if (human.length) node.className = "benign";
-    node.dataset.start = String(a);
-    node.textContent = piece;
-    root.appendChild(node);
-  }
-  const offset = (container, units) => {
-    // the code point offset of (container, UTF-16 units) inside root
-    const el = container.nodeType === 3 ? container.parentElement : container;
-    if (!root.contains(el)) return null;
-    if (el === root) return units === 0 ? 0 : chars.length;
-    return Number(el.dataset.start) + Array.from(container.textContent.slice(0, units)).length;
-  };
-  const report = () => {
-    const sel = root.ownerDocument.getSelection();
-    if (!sel || sel.rangeCount === 0 || sel.isCollapsed) return;
-    const range = sel.getRangeAt(0);
-    const start = offset(range.startContainer, range.startOffset);
-    const end = offset(range.endContainer, range.endOffset);
-    if (start === null || end === null || end <= start) return;
-    setStateValue("selection", { start, end, nonce: Date.now() });
-  };
-  root.onmouseup = report;
-  root.onkeyup = report;
-}
-"""
+_JS = (Path(__file__).with_name("span_marker.js")).read_text(encoding="utf-8")
 _marker = st.components.v2.component("span_marker", html=_HTML, css=_CSS, js=_JS, isolate_styles=False)
 
 

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from evaluator.core.registry import check
-from evaluator.core.sql_fragments import SqlCase, pair, repr_of, snippet_of
+from evaluator.core.sql_fragments import SqlCase, cited_words, pair, repr_of, snippet_of
+from evaluator.core.support import Sentence, context_keys, judge
 from evaluator.core.types import FAIL, NA, PASS, CheckResult, ResponseInput, Span
 from evaluator.rules.matchers import CompiledProfile, CompiledRules, MatcherSet
 from evaluator.rules.model import NOT_APPLICABLE_TO_BOT  # noqa: F401 - re-exported: callers import it from here
@@ -222,7 +223,7 @@ class Context:
 
     __slots__ = ("resp", "answer", "retrieved", "comp", "profile", "t3_na", "with_spans", "is_t3", "_views", "_hits",
                  "_citations", "_retrieved_keys", "_unverified", "_doc", "_question", "_scores", "_raw_doc",
-                 "_retrieved_ids", "function_words")
+                 "_retrieved_ids", "function_words", "_claims")
 
     def __init__(self, resp: ResponseInput, comp: CompiledRules, profile: CompiledProfile,
                  t3_not_applicable: frozenset[str], with_spans: bool,
@@ -247,6 +248,7 @@ class Context:
         self._raw_doc: str | None = None
         self._retrieved_ids: frozenset[str] | None = None
         self.function_words = function_words  # the refined proper-noun rule's, or None (literal)
+        self._claims: list[Sentence] | None = None
 
     def not_required_for_t3(self, check_name: str) -> bool:
         """The rule set makes this check N/A for a T3 refusal; a profile that follows
@@ -407,6 +409,25 @@ class Context:
         return u
 
 
+    def unsupported_sentences(self) -> list[Sentence]:
+        """The answer's sentences the retrieved items do not support (evaluator/core/support.py);
+        without spans, only the first one."""
+        got = self._claims
+        if got is None:
+            params = self.comp.rules.claim_support
+            texts = [it.text for it in self.retrieved if it is not None and isinstance(it.text, str)]
+            context = _context_keys(tuple(texts), params.prefix)
+            got = self._claims = [s for s in judge(self.views()[0], context, params,
+                                                           first_only=not self.with_spans) if s.unsupported]
+        return got
+
+
+@functools.lru_cache(maxsize=4096)
+def _context_keys(texts: tuple[str, ...], prefix: int) -> frozenset[str]:
+    """context_keys, kept for the retrieved items many responses share."""
+    return context_keys(texts, prefix)
+
+
 def _citation_id(qn: str, m: Any, id_group: int) -> str:
     """The citation's ``id`` group (its number; 0: none) when it holds text, else the whole
     citation without brackets."""
@@ -532,26 +553,6 @@ def retrieval_check(ctx: Context) -> CheckResult:
     if missing is not None:
         return result(name, FAIL, missing)
     return result(name, PASS, f"{above} of {len(items)} retrieved items score at least {threshold:g}")
-
-
-@functools.cache
-def cited_words(noun: str) -> dict[str, str]:
-    """The reasons that speak of what citations cite, worded for a profile: its `citation_noun`
-    ("shloka": "no inline shloka citation", for the Ramayana bot only), else generically
-    ("no inline citation", "the retrieved items"). The SQL forms read the same words."""
-    plural = f"{noun}s"
-    if not noun:
-        return {"no_citation": "no inline citation", "t1_pass": "T1: cites its sources",
-                "t1_fail": "T1 must cite its sources: no inline citation",
-                "t2_pass": "T2: cites its sources and interprets",
-                "not_retrieved": ", which is not among the retrieved items", "expected": "expected items",
-                "all_retrieved": "every citation was retrieved; no unverified price or proper noun",
-                "nothing_unverified": "no unverified price or proper noun"}
-    return {"no_citation": f"no inline {noun} citation", "t1_pass": f"T1: cites {plural}",
-            "t1_fail": f"T1 must cite {plural}: no inline citation", "t2_pass": f"T2: cites {plural} and interprets",
-            "not_retrieved": f", which is not among the retrieved {plural}", "expected": f"expected {plural}",
-            "all_retrieved": f"every cited {noun} was retrieved; no unverified price or proper noun",
-            "nothing_unverified": "no unverified price or proper noun"}
 
 
 def _missing_expected(ctx: Context) -> str | None:

@@ -40,7 +40,9 @@ def _plan(ruleset: str, rules: Rules, profile: str) -> _Plan:
     t3_na = comp.t3_not_applicable(ruleset)
     check_fns = tuple((name, get_check(name) if name in prof.checks else None,
                        REGISTRY.entry("check", name).needs_retrieval) for name in CHECK_NAMES)
-    flag_fns = tuple((get_flag(name), REGISTRY.entry("flag", name).needs_retrieval) for name in FLAG_NAMES)
+    extra = frozenset(rules.ruleset(ruleset).extra_flags)  # opt-in flags: only where the rule set names them
+    flag_fns = tuple((get_flag(name), REGISTRY.entry("flag", name).needs_retrieval) for name in FLAG_NAMES
+                     if not REGISTRY.entry("flag", name).opt_in or name in extra)
     return comp, prof, t3_na, check_fns, flag_fns, comp.refined_nouns(ruleset)
 
 

@@ -1,4 +1,5 @@
-"""The three output flags of SPEC §5 (pure), in order: annotations, never blocking.
+"""The output flags (pure), in order: annotations, never blocking. The three of SPEC §5, and
+``unsupported_claim`` (issue 30), raised only under the rule sets that name it (``grounded``).
 
 Each flag function maps a ``Context`` to a ``FlagResult`` (with the spans that caused
 it) or None. Severities and banner texts come from the rules (``banner_text``).
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 from evaluator.core.checks import Context
 from evaluator.core.registry import flag
+from evaluator.core.support import reason as support_reason
 from evaluator.core.types import FlagResult, Span
 from evaluator.rules.model import Rules
 
@@ -64,3 +66,20 @@ def potential_hallucination(ctx: Context) -> FlagResult | None:
         return None
     return _flag("potential_hallucination", ctx.comp.severities["potential_hallucination"],
                  spans if ctx.with_spans else ())
+
+
+@flag("unsupported_claim", severity="warning", order=40, reads=(
+    "flags.unsupported_claim.min_words", "flags.unsupported_claim.max_unsupported", "flags.unsupported_claim.prefix",
+    "flags.unsupported_claim.numbers", "flags.unsupported_claim.stop_words", "rulesets.extra_flags"),
+      options=("min_words", "max_unsupported", "prefix", "numbers", "stop_words"),
+      sql=lambda q: "CASE WHEN unsupported THEN $sev_unsupported_claim END", needs_retrieval=True, opt_in=True)
+def unsupported_claim(ctx: Context) -> FlagResult | None:
+    """Sentences of the answer that the retrieved items do not support (evaluator/core/support.py):
+    too many of their content words, or a number, absent from every retrieved item. Each span
+    carries its support score and what was not found."""
+    found = ctx.unsupported_sentences()
+    if not found:
+        return None
+    spans = tuple(Span(s.start, s.end, ctx.answer[s.start:s.end], "unsupported_claim", round(s.score, 3),
+                       support_reason(s)) for s in found) if ctx.with_spans else ()
+    return _flag("unsupported_claim", ctx.comp.severities["unsupported_claim"], spans)

@@ -41,6 +41,9 @@ class Entry:
     # retrieval (ResponseInput.retrieval_recorded False) such a check is N/A (NO_RETRIEVAL_REASON)
     # and such a flag is not raised, by evaluate._evaluate and evaluator/pipeline/sql/compile.py alike
     needs_retrieval: bool = False
+    # flags only: raised only under the rule sets that name it in ``extra_flags`` (issue 30), by
+    # evaluate._plan and evaluator/pipeline/sql/compile.py alike; its [flags.<name>] table is optional
+    opt_in: bool = False
 
 
 # The reason of a check that needs the retrieved items, for a response whose run records none.
@@ -57,7 +60,7 @@ class Registry:
     def register(self, kind: str, name: str, fn: Callable[..., Any], *, granularity: str | None = None,
                  order: int = 0, severity: str | None = None, reads: tuple[str, ...] = (),
                  options: tuple[str, ...] = (), sql: Callable[..., str] | None = None,
-                 needs_retrieval: bool = False) -> None:
+                 needs_retrieval: bool = False, opt_in: bool = False) -> None:
         if kind not in self._entries:
             raise ValueError(f"unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
         if not isinstance(name, str) or not name.isidentifier() or not name.isascii():
@@ -71,8 +74,8 @@ class Registry:
         if kind == "flag":
             if severity not in SEVERITIES:
                 raise ValueError(f"flag {name!r}: severity must be one of {', '.join(SEVERITIES)}, got {severity!r}")
-        elif severity is not None or options:
-            raise ValueError(f"{kind} {name!r}: only flags have a severity and options")
+        elif severity is not None or options or opt_in:
+            raise ValueError(f"{kind} {name!r}: only flags have a severity and options and can be opt-in")
         if kind == "metric" and sql is not None:
             raise ValueError(f"metric {name!r}: only checks and flags have an SQL form")
         if kind == "metric" and needs_retrieval:
@@ -82,7 +85,7 @@ class Registry:
             where = f"{getattr(existing.fn, '__module__', '?')}.{getattr(existing.fn, '__qualname__', '?')}"
             raise ValueError(f"{kind} {name!r} is already registered (by {where})")
         self._entries[kind][name] = Entry(kind, name, fn, granularity, order, severity, tuple(reads), tuple(options),
-                                          sql, bool(needs_retrieval))
+                                          sql, bool(needs_retrieval), bool(opt_in))
         self._forget(kind)
 
     def _decorator(self, kind: str, name: str, **meta: Any) -> Callable[[F], F]:
@@ -98,9 +101,9 @@ class Registry:
 
     def flag(self, name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
              options: tuple[str, ...] = (), sql: Callable[..., str] | None = None,
-             needs_retrieval: bool = False) -> Callable[[F], F]:
+             needs_retrieval: bool = False, opt_in: bool = False) -> Callable[[F], F]:
         return self._decorator("flag", name, order=order, severity=severity, reads=reads, options=options, sql=sql,
-                               needs_retrieval=needs_retrieval)
+                               needs_retrieval=needs_retrieval, opt_in=opt_in)
 
     def metric(self, name: str, granularity: str = "query") -> Callable[[F], F]:
         if granularity not in GRANULARITIES:  # fail at the decorator line, not later
@@ -158,13 +161,14 @@ def check(name: str, *, order: int = 0, reads: tuple[str, ...] = (),
 
 def flag(name: str, *, severity: str, order: int = 0, reads: tuple[str, ...] = (),
          options: tuple[str, ...] = (), sql: Callable[..., str] | None = None,
-         needs_retrieval: bool = False) -> Callable[[F], F]:
+         needs_retrieval: bool = False, opt_in: bool = False) -> Callable[[F], F]:
     """Register a flag function ``fn(ctx) -> FlagResult | None`` under ``name``; ``options`` are
     the keys its ``[flags.<name>]`` table may hold besides severity and banner; ``sql(case)`` its
     SQL form (the severity, or NULL when not raised). ``needs_retrieval``: the decision needs the
-    retrieved items, so the flag is not raised for a response whose run records no retrieval."""
+    retrieved items, so the flag is not raised for a response whose run records no retrieval.
+    ``opt_in``: raised only under the rule sets whose ``extra_flags`` name it."""
     return REGISTRY.flag(name, severity=severity, order=order, reads=reads, options=options, sql=sql,
-                         needs_retrieval=needs_retrieval)
+                         needs_retrieval=needs_retrieval, opt_in=opt_in)
 
 
 def metric(name: str, granularity: str = "query") -> Callable[[F], F]:
@@ -198,6 +202,11 @@ def check_entries() -> tuple[Entry, ...]:
 
 def flag_entries() -> tuple[Entry, ...]:
     return REGISTRY.entries("flag")
+
+
+def opt_in_flags() -> tuple[str, ...]:
+    """The flags raised only under the rule sets that name them (``extra_flags``), in display order."""
+    return tuple(e.name for e in REGISTRY.entries("flag") if e.opt_in)
 
 
 def flag_options(name: str) -> frozenset[str]:

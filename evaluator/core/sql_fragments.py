@@ -20,13 +20,16 @@ curly quotes, read straightened, and ANSWER_PUNCTUATION: see compile.py and re2.
   ``refused`` (the profile's refusal rule), ``h_refusal``/``h_phrases`` (refusal patterns, refusal
   phrases), ``h_redirect`` (T3 rows), ``h_sub`` (refused T3 rows), ``h_markers`` (T2 rows),
   ``gold`` (normalised aliases), ``gold_found``, ``cites`` (cited ids), ``bad_cite`` (the first
-  cited id not retrieved), ``unverified`` (the first unverified price or proper noun: {t, p});
+  cited id not retrieved), ``unverified`` (the first unverified price or proper noun: {t, p}),
+  ``unsupported`` (some sentence the retrieved items do not support: evaluator/core/support.py;
+  worked out only when a rule set raises unsupported_claim);
 - parameters: ``$thr`` (the threshold as Python's ``:g`` prints it), ``$nar`` (the profile's
   not-applicable reason), ``$sev_<flag>`` (each flag's severity).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 WS = "[\\t\\n\\f\\r ]"  # str.split()'s white space on clean ASCII text
@@ -42,11 +45,10 @@ class SqlCase:
     has_citation: bool  # the profile defines a citation pattern
     answerability: bool  # the profile's answers_question follows answerability
     citation_noun: str = ""  # what the profile's citations cite ("shloka"), "" = said generically
+    extra_flags: frozenset[str] = frozenset()  # the opt-in flags the rule set raises (the others' column is NULL)
 
     def words(self, key: str) -> str:
         """SQL literal of a reason's words for the profile's citations (checks.cited_words)."""
-        from evaluator.core.checks import cited_words  # checks imports this module
-
         return "'" + cited_words(self.citation_noun)[key].replace("'", "''") + "'"
 
     def not_required(self, check: str) -> str:
@@ -71,3 +73,23 @@ def snippet_of(x: str) -> str:
     """checks.snippet(): one line, quoted, at most 60 characters."""
     one = f"trim(regexp_replace(left({x}, 240), '{WS}+', ' ', 'g'))"
     return f"('''' || CASE WHEN length({one}) > 60 THEN left({one}, 59) || '\u2026' ELSE {one} END || '''')"
+
+
+@functools.cache
+def cited_words(noun: str) -> dict[str, str]:
+    """The reasons that speak of what citations cite, worded for a profile: its `citation_noun`
+    ("shloka": "no inline shloka citation", for the Ramayana bot only), else generically
+    ("no inline citation", "the retrieved items"). The SQL forms read the same words."""
+    plural = f"{noun}s"
+    if not noun:
+        return {"no_citation": "no inline citation", "t1_pass": "T1: cites its sources",
+                "t1_fail": "T1 must cite its sources: no inline citation",
+                "t2_pass": "T2: cites its sources and interprets",
+                "not_retrieved": ", which is not among the retrieved items", "expected": "expected items",
+                "all_retrieved": "every citation was retrieved; no unverified price or proper noun",
+                "nothing_unverified": "no unverified price or proper noun"}
+    return {"no_citation": f"no inline {noun} citation", "t1_pass": f"T1: cites {plural}",
+            "t1_fail": f"T1 must cite {plural}: no inline citation", "t2_pass": f"T2: cites {plural} and interprets",
+            "not_retrieved": f", which is not among the retrieved {plural}", "expected": f"expected {plural}",
+            "all_retrieved": f"every cited {noun} was retrieved; no unverified price or proper noun",
+            "nothing_unverified": "no unverified price or proper noun"}

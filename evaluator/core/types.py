@@ -72,6 +72,17 @@ class Span:
     end: int
     text: str
     kind: str
+    score: float | None = None  # how far the context supports it, 0-1 (unsupported_claim spans)
+    reason: str = ""  # what was not found (unsupported_claim spans)
+
+    def as_dict(self) -> dict[str, object]:
+        """The span as stored and exported: score and reason only when it has them."""
+        out: dict[str, object] = {"start": self.start, "end": self.end, "text": self.text, "kind": self.kind}
+        if self.score is not None:
+            out["score"] = self.score
+        if self.reason:
+            out["reason"] = self.reason
+        return out
 
 
 @dataclass(frozen=True, slots=True)

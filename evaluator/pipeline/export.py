@@ -107,7 +107,8 @@ def _flat(con: duckdb.DuckDBPyConnection, record: dict[str, Any], rules: Any, ru
 
 
 def _span(span: Any) -> dict[str, Any]:
-    return {"start": span.start, "end": span.end, "text": span.text, "kind": span.kind}
+    out: dict[str, Any] = span.as_dict()
+    return out
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")

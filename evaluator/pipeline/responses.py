@@ -125,7 +125,7 @@ def load_response(con: duckdb.DuckDBPyConnection, response_id: int) -> ResponseI
 
 
 def spans_json(spans: Sequence[Span]) -> str:
-    return orjson.dumps([{"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in spans]).decode()
+    return orjson.dumps([s.as_dict() for s in spans]).decode()
 
 
 def question_columns(questions: pa.Table) -> dict[str, dict[str, Any]]:

@@ -54,7 +54,7 @@ def _computed_spans(con: duckdb.DuckDBPyConnection, source: dict[str, Any], resp
                               with_spans=True)
             items: list[CheckResult | FlagResult] = [*result.checks, *result.flags]
             for item in items:
-                found.extend({"start": s.start, "end": s.end, "text": s.text, "kind": s.kind} for s in item.spans)
+                found.extend(s.as_dict() for s in item.spans)
         out[int(response_id)] = found
     return out
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import re2
 
-from evaluator.core.registry import FLAG, flag_options
+from evaluator.core.registry import FLAG, REGISTRY, flag_options, opt_in_flags
 from evaluator.core.types import CHECK_NAMES, FLAG_NAMES
 from evaluator.rules import merge as rules_merge
 from evaluator.rules.matchers import (
@@ -40,6 +40,7 @@ from evaluator.rules.model import (
     PROPER_NOUN_MODES,
     REFINED_NOUNS,
     AbstentionPack,
+    ClaimSupport,
     FlagRule,
     PatternRule,
     Profile,
@@ -257,7 +258,9 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
         raise r.fail("rulesets", "defines no rule set")
     rulesets = []
     for rs_name in rulesets_t:
-        rs = r.table(rulesets_t, rs_name, "rulesets", {"t3_not_applicable", "proper_nouns", "function_words"})
+        r.table(rulesets_t, rs_name, "rulesets", {"t3_not_applicable", "proper_nouns", "function_words",
+                                                  "based_on", "extra_flags"})
+        rs = _based(r, rulesets_t, rs_name)
         na = r.strings(rs, "t3_not_applicable", f"rulesets.{rs_name}")
         for i, check in enumerate(na):
             if check not in CHECK_NAMES:
@@ -267,7 +270,12 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
             raise r.fail(f"rulesets.{rs_name}.proper_nouns", f"expected {' or '.join(PROPER_NOUN_MODES)}, "
                          f"got {nouns!r}")
         words = r.strings(rs, "function_words", f"rulesets.{rs_name}") if "function_words" in rs else ()
-        rulesets.append(RuleSet(rs_name, na, nouns, words))
+        extra = r.strings(rs, "extra_flags", f"rulesets.{rs_name}") if "extra_flags" in rs else ()
+        for i, extra_flag in enumerate(extra):
+            if extra_flag not in opt_in_flags():
+                raise r.fail(f"rulesets.{rs_name}.extra_flags[{i}]", f"not an opt-in flag: {extra_flag!r} "
+                             f"(opt-in flags: {', '.join(opt_in_flags()) or 'none'})")
+        rulesets.append(RuleSet(rs_name, na, nouns, words, tuple(dict.fromkeys(extra))))
 
     answers = r.table(data, "answers", "", {"refusal_patterns", "redirect_patterns", "substantive_patterns"})
     refusal = r.patterns(answers, "refusal_patterns", "answers")
@@ -281,6 +289,9 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
     flags_t = r.table(data, "flags", "", set(FLAG_NAMES))
     flag_rules = []
     for flag in FLAG_NAMES:  # each flag's own keys are declared where the flag is defined (registry)
+        if flag not in flags_t and flag in opt_in_flags():  # optional: rules written before the flag existed
+            flag_rules.append(FlagRule(flag, REGISTRY.entry("flag", flag).severity or "warning", ""))
+            continue
         ft = r.table(flags_t, flag, "flags", {"severity", "banner"} | set(flag_options(flag)))
         severity = r.get(ft, "severity", f"flags.{flag}", str)
         if severity not in ("info", "warning", "error"):
@@ -293,6 +304,7 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
     price = r.pattern(r.get(ph, "price_pattern", ph_key, (str, dict)), f"{ph_key}.price_pattern")
     proper_noun = r.pattern(r.get(ph, "proper_noun_pattern", ph_key, (str, dict)), f"{ph_key}.proper_noun_pattern")
     exempt = r.get(ph, "exempt_question_terms", ph_key, bool)
+    claim_support = _claim_support(r, flags_t.get(FLAG.unsupported_claim))
 
     profiles_t = r.table(data, "profiles", "")
     if not profiles_t:
@@ -353,7 +365,46 @@ def _build(data: dict[str, Any], text: str, source: str) -> Rules:
         source=source,
         hash=hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
         abstention=abstention,
+        claim_support=claim_support,
     )
+
+
+def _based(r: _Reader, rulesets_t: dict[str, Any], name: str) -> dict[str, Any]:
+    """A rule set's table with what it is ``based_on`` under it: the keys it leaves out are its
+    base's (``extra_flags`` too), recursively."""
+    seen = [name]
+    table = dict(rulesets_t[name])
+    while "based_on" in table:
+        base = table.pop("based_on")
+        where = f"rulesets.{seen[-1]}.based_on"
+        if not isinstance(base, str) or base not in rulesets_t:
+            raise r.fail(where, f"expected the name of a rule set of this file, got {base!r}")
+        if base in seen:
+            raise r.fail(where, f"rule sets based on each other: {' -> '.join([*seen, base])}")
+        seen.append(base)
+        parent = rulesets_t[base]
+        if not isinstance(parent, dict):
+            raise r.fail(f"rulesets.{base}", f"expected a table, got {_tname(parent)}")
+        table = {**parent, **table}
+    return table
+
+
+def _claim_support(r: _Reader, table: dict[str, Any] | None) -> ClaimSupport:
+    """The unsupported_claim flag's options (its table is optional: defaults without it)."""
+    if table is None:
+        return ClaimSupport()
+    path = f"flags.{FLAG.unsupported_claim}"
+    min_words = r.get(table, "min_words", path, int)
+    if min_words < 1:
+        raise r.fail(f"{path}.min_words", f"expected 1 or more, got {min_words}")
+    share = float(r.get(table, "max_unsupported", path, (int, float)))
+    if not 0.0 < share <= 1.0:
+        raise r.fail(f"{path}.max_unsupported", f"expected a share above 0 and at most 1, got {share}")
+    prefix = r.get(table, "prefix", path, int)
+    if not 1 <= prefix <= 100:
+        raise r.fail(f"{path}.prefix", f"expected 1 to 100, got {prefix}")
+    stop = tuple(sorted({w.strip().lower() for w in r.strings(table, "stop_words", path)}))
+    return ClaimSupport(min_words, share, prefix, r.get(table, "numbers", path, bool), stop)
 
 
 _PROFILE_OPTIONS = ("answerability", "abstention", "refusal_phrases", "gold_max_words", "not_applicable_reason",

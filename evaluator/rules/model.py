@@ -26,6 +26,19 @@ class RuleSet:
     t3_not_applicable: tuple[str, ...]
     proper_nouns: str = LITERAL_NOUNS
     function_words: tuple[str, ...] = ()  # dropped from the start of a candidate (refined)
+    # the opt-in flags (registered with opt_in=True, e.g. unsupported_claim) raised under this rule set
+    extra_flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClaimSupport:
+    """The ``[flags.unsupported_claim]`` options (issue 30; evaluator/core/support.py uses them)."""
+
+    min_words: int = 3  # a sentence with fewer content words is judged by its numbers only
+    max_unsupported: float = 0.3  # share of content words absent from the context that makes it unsupported
+    prefix: int = 5  # words are compared by their first ``prefix`` characters (numbers whole)
+    numbers: bool = True  # a number absent from the context makes its sentence unsupported
+    stop_words: tuple[str, ...] = ()  # lower case; never content words
 
 
 @dataclass(frozen=True)
@@ -89,6 +102,7 @@ class Rules:
     source: str  # where it was read from
     hash: str  # sha256 of the canonical content (comments and layout do not count)
     abstention: AbstentionPack = AbstentionPack()
+    claim_support: ClaimSupport = ClaimSupport()
 
     @property
     def refusal_patterns(self) -> tuple[str, ...]:

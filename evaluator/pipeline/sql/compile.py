@@ -23,8 +23,17 @@ from typing import Any
 
 from evaluator.core.registry import FLAG, NO_RETRIEVAL_REASON, Entry, check_entries, flag_entries
 from evaluator.core.sql_fragments import NA, WS, SqlCase, pair
+from evaluator.core.support import DIGIT_GROUP, MIN_TOKEN, SENTENCE_END
 from evaluator.core.types import FLAG_NAMES
-from evaluator.pipeline.sql.re2 import ANSWER_PARAMS, CLEAN_SQL, answer_gate, clean_of, straightened, to_re2
+from evaluator.pipeline.sql.re2 import (
+    ANSWER_PARAMS,
+    ANSWER_PUNCTUATION,
+    CLEAN_SQL,
+    answer_gate,
+    clean_of,
+    straightened,
+    to_re2,
+)
 from evaluator.rules.load import PatternRule, Rules, compiled, norm_term, straighten
 from evaluator.rules.matchers import compile_pattern
 from evaluator.store.db import quote_ident
@@ -200,6 +209,82 @@ def _unverified_ctes(exempt: bool) -> str:
 )"""
 
 
+# What separates words on clean text (support.tokens' [^\\W_]+ there): every printable ASCII character
+# but a lower-case letter or a digit (the text is lower-cased first), the white space the gate lets
+# through and ANSWER_PUNCTUATION. ``translate`` turns each into a space (a string per character is
+# cheaper than regexp_extract_all, which costs a third of a 200k run on its own).
+WORD_BREAKS = ("".join(chr(c) for c in range(32, 127) if not (chr(c).islower() or chr(c).isdigit()))
+               + "\t\n\f\r" + ANSWER_PUNCTUATION)
+
+
+def _words(x: str) -> str:
+    """support.tokens on clean text: lower case, digit groups joined, the runs between WORD_BREAKS."""
+    joined = f"regexp_replace(lower({x}), '{DIGIT_GROUP}', '\\1\\2', 'g')"
+    return (f"list_filter(string_split(translate({joined}, $word_breaks, $word_spaces), ' '), "
+            "lambda w: w <> '')")
+
+
+def _sentence_words(x: str) -> str:
+    """support.sentences then support.tokens of each, on clean text: the words of each sentence of
+    ``x``, a list per sentence. The text is transformed whole and cut into sentences last (a
+    transformation per sentence costs 3x more): lower case and the digit groups joined change
+    nothing SENTENCE_END matches (it holds no letter, digit or comma), and each sentence end becomes
+    chr(1), which clean text never holds and WORD_BREAKS does not touch."""
+    joined = f"regexp_replace(lower({x}), '{DIGIT_GROUP}', '\\1\\2', 'g')"
+    marked = f"regexp_replace({joined}, $sentence_end, chr(1), 'g')"
+    return (f"list_transform(string_split(translate({marked}, $word_breaks, $word_spaces), chr(1)), "
+            "lambda s: string_split(s, ' '))")
+
+
+def _has_digit(t: str) -> str:
+    return f"regexp_matches({t}, '[0-9]')"  # 6x faster than a translate per word
+
+
+def _key(t: str) -> str:
+    """support.key: a number whole, another word by its first $prefix characters."""
+    return f"CASE WHEN {_has_digit(t)} THEN {t} ELSE left({t}, $prefix) END"
+
+
+def _unsupported_ctes(wanted: bool, numbers: bool) -> str:
+    """Context.unsupported_sentences, set-based (evaluator/core/support.py): each content word of
+    each sentence of each answer is a row (``atok``); the word keys of each retrieved item are
+    worked out once (``dkeys``) and gathered per response (``rkeys``); a word is supported when its
+    response's keys hold its key; a response is ``unsupported`` when some sentence has a missing
+    number (with ``numbers``) or at least $min_words content words of which at least
+    $max_unsupported are missing. Not ``wanted`` (no column reads it): no response is. (The keys
+    are gathered per response before the words are looked up: joining the words with the items'
+    keys on the key alone first multiplies the rows of common words.)"""
+    if not wanted:
+        return "uns AS (SELECT NULL::BIGINT AS response_id, false AS unsupported WHERE false)"
+    number_rule = "mnum > 0 OR " if numbers else ""
+    return f"""stop AS (
+  SELECT unnest($stop_words) AS w
+), atok AS MATERIALIZED (
+  SELECT response_id, sn, CASE WHEN num THEN tok ELSE left(tok, $prefix) END AS key, num
+  FROM (SELECT response_id, sn, tok, {_has_digit('tok')} AS num
+        FROM (SELECT response_id, s.i AS sn, unnest(s.w) AS tok
+              FROM (SELECT response_id, unnest(list_transform({_sentence_words('answer')},
+                                               lambda w, i: {{'i': i, 'w': w}})) AS s
+                    FROM f1 WHERE retrieval_recorded))
+        WHERE tok <> '')
+  WHERE (length(tok) >= {MIN_TOKEN} OR num) AND tok NOT IN (SELECT w FROM stop)
+), dkeys AS (
+  SELECT DISTINCT chunk_key, {_key('t')} AS key
+  FROM (SELECT chunk_key, unnest({_words('text')}) AS t FROM docs)
+), rkeys AS (
+  SELECT DISTINCT rt.response_id, d.key FROM retrieved rt JOIN dkeys d ON d.chunk_key = rt.chunk_key
+  WHERE rt.response_id IN (SELECT response_id FROM f1 WHERE retrieval_recorded)
+), sent AS (
+  SELECT a.response_id, a.sn, count(*) AS n, count(*) FILTER (WHERE r.key IS NULL) AS m,
+         count(*) FILTER (WHERE r.key IS NULL AND a.num) AS mnum
+  FROM atok a LEFT JOIN rkeys r ON r.response_id = a.response_id AND r.key = a.key
+  GROUP BY a.response_id, a.sn
+), uns AS (
+  SELECT response_id, bool_or({number_rule}(n >= $min_words AND m::DOUBLE / n >= $max_unsupported)) AS unsupported
+  FROM sent GROUP BY response_id
+)"""
+
+
 # Each list of _pattern_lists as the checks' ``reads`` name it (evaluator.core.registry): an edit of a
 # list can change only the verdicts of the checks that read its key.
 PATTERN_LIST_KEYS = {
@@ -320,7 +405,7 @@ def sql_case(rules: Rules, ruleset: str, profile: str) -> SqlCase:
     p = comp.profile(profile).profile
     refusal_expected = "(answerable IS NOT DISTINCT FROM false AND NOT is_t3)" if p.answerability else "false"
     return SqlCase(frozenset(comp.t3_not_applicable(ruleset)), refusal_expected, bool(p.citation_pattern),
-                   p.answerability, p.citation_noun)
+                   p.answerability, p.citation_noun, frozenset(rules.ruleset(ruleset).extra_flags))
 
 
 def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = None,
@@ -427,6 +512,13 @@ def compile_run(rules: Rules, ruleset: str, profile: str, *, only: str | None = 
         # only what needs the retrieved items reads them, and none of it runs without recorded retrieval
         cands = f"CASE WHEN retrieval_recorded THEN {cands} ELSE {no_cands} END"
 
+    support = rules.claim_support
+    wants_support = bool(re.search(r"\bunsupported\b", columns))
+    if wants_support:
+        params.update(stop_words=list(support.stop_words) or [""], prefix=support.prefix,
+                      min_words=support.min_words, max_unsupported=support.max_unsupported,
+                      sentence_end=SENTENCE_END, word_breaks=WORD_BREAKS, word_spaces=" " * len(WORD_BREAKS))
+
     def max_words_filter(k: int) -> str:
         base = f"list_filter(list_transform(aliases, lambda a: {_norm_answer('a')}), lambda a: a <> '')"
         return base if not k else f"list_filter({base}, lambda a: length(a) - length(replace(a, ' ', '')) < {int(k)})"
@@ -496,12 +588,12 @@ WITH resp AS (  -- the answer straightened, as Python matches it (text_norm.stra
          {cands} AS cands
   FROM (SELECT *, {gated("refusal")} AS h_refusal, {gated("phrases")} AS h_phrases
         FROM (SELECT *, {ids_found} AS ids_found, {any_hit} AS h_any FROM f0))
-), {_unverified_ctes(exempt)}, f2 AS (
-  SELECT f1.*, unv.unverified,
+), {_unverified_ctes(exempt)}, {_unsupported_ctes(wants_support, support.numbers)}, f2 AS (
+  SELECT f1.*, unv.unverified, coalesce(uns.unsupported, false) AS unsupported,
          list_transform(cites, lambda c: {_retrieved('c')}) AS cite_ok,
          list_transform(expected, lambda c: {_retrieved('c')}) AS expected_ok,
          CASE WHEN {gold_needed} THEN {_gold_found(_spaced_answer('answer'))} ELSE false END AS gold_found
-  FROM f1 LEFT JOIN unv USING (response_id)
+  FROM f1 LEFT JOIN unv USING (response_id) LEFT JOIN uns USING (response_id)
 ), f3 AS (
   SELECT *,
          clean AND NOT list_contains(list_transform(cite_ok, lambda x: x IS NULL), true)
@@ -541,7 +633,8 @@ SELECT response_id, decided, is_t3{"," if columns else ""}
 FROM f5
 """
     params.update({f"sev_{e.name}": comp.severities[e.name] for e in raised})
-    regexes = frozenset(k for k in params if k.startswith("rx_") or k in ("price", "noun", "citation", "fw"))
+    regexes = frozenset(k for k in params if k.startswith("rx_") or k in ("price", "noun", "citation", "fw",
+                                                                          "sentence_end"))
     return CompiledRun(sql, params, regexes)
 
 
@@ -562,7 +655,7 @@ def _check_column(e: Entry, case: SqlCase, applied: frozenset[str]) -> str:
 def _flag_column(e: Entry, case: SqlCase) -> str:
     """A flag's column: its registered SQL form (the severity, or NULL: not raised); one that needs
     the retrieved items is not raised on a response whose run records no retrieval."""
-    if e.sql is None:
+    if e.sql is None or (e.opt_in and e.name not in case.extra_flags):
         return "NULL"
     if e.needs_retrieval:
         return f"CASE WHEN retrieval_recorded THEN {e.sql(case)} END"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from evaluator.core.checks import cited_words
+from evaluator.core.sql_fragments import cited_words
 from evaluator.rules.load import load_rules
 
 MY_BOT = Path(__file__).resolve().parents[2] / "fixtures" / "rules" / "my_bot.toml"

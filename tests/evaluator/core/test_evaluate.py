@@ -313,7 +313,8 @@ def test_check_names_follow_the_registered_display_order_not_registration_order(
 def test_the_builtin_checks_are_in_spec_order() -> None:
     assert tuple(CHECK_NAMES) == ("routing_check", "retrieval_check", "answers_question", "cites_shlokas",
                                   "follows_template", "no_hallucination")
-    assert tuple(FLAG_NAMES) == ("no_context_warning", "refusal_detected", "potential_hallucination")
+    assert tuple(FLAG_NAMES) == ("no_context_warning", "refusal_detected", "potential_hallucination",
+                                 "unsupported_claim")
 
 
 def test_check_names_is_a_view_of_the_registry() -> None:
@@ -331,7 +332,8 @@ def test_flags_carry_their_default_severity_and_options() -> None:
     from evaluator.core.registry import flag_entries, flag_options
 
     assert {e.name: e.severity for e in flag_entries()} == {
-        "no_context_warning": "warning", "refusal_detected": "info", "potential_hallucination": "warning"}
+        "no_context_warning": "warning", "refusal_detected": "info", "potential_hallucination": "warning",
+        "unsupported_claim": "warning"}
     assert flag_options("potential_hallucination") == {"price_pattern", "proper_noun_pattern",
                                                        "exempt_question_terms"}
 

@@ -168,3 +168,58 @@ def test_flags_do_not_change_the_overall_verdict(run: Run, make_resp: Make, good
     ev = run(make_resp(good_t3, template="T3", expected_template="T3"))
     assert flag_of(ev, "no_context_warning") is not None
     assert ev.overall == "PASS"
+
+
+# --- unsupported_claim (issue 30) ---------------------------------------------------------------
+
+POSEIDON = [("d1", "Poseidon grossed $ 181,674,817 at the worldwide box office on a budget of $ 160 million.", 0.9)]
+MADE_UP = "Poseidon grossed $181,674,817 worldwide. Critics praised its stunning visual effects."
+
+
+@pytest.mark.parametrize("profile", ["ramayana", "clearpath", "rag"])
+def test_unsupported_claim_is_raised_under_grounded_for_every_profile(run: Run, make_resp: Make, profile: str) -> None:
+    flag = flag_of(run(make_resp(MADE_UP, retrieved=POSEIDON), ruleset="grounded", profile=profile),
+                   "unsupported_claim")
+    assert flag is not None and flag.severity == "warning"
+
+
+@pytest.mark.parametrize("ruleset", ["legacy", "t3_aware", "refined"])
+def test_unsupported_claim_is_never_raised_under_the_seed_rule_sets(run: Run, make_resp: Make, ruleset: str) -> None:
+    assert flag_of(run(make_resp(MADE_UP, retrieved=POSEIDON), ruleset=ruleset), "unsupported_claim") is None
+
+
+def test_unsupported_claim_marks_the_unsupported_sentence_with_its_score_and_reason(run: Run, make_resp: Make) -> None:
+    flag = flag_of(run(make_resp(MADE_UP, retrieved=POSEIDON), ruleset="grounded"), "unsupported_claim")
+    assert flag is not None
+    [span] = flag.spans
+    assert (span.text, span.kind) == ("Critics praised its stunning visual effects.", "unsupported_claim")
+    assert span.score == 0.0
+    assert span.reason == ("5 of 5 content words not in the retrieved context: 'critics', 'praised', 'stunning', "
+                           "'visual', 'effects'")
+
+
+def test_unsupported_claim_is_not_raised_when_the_context_holds_every_sentence(run: Run, make_resp: Make) -> None:
+    answer = "Poseidon grossed $181,674,817 at the worldwide box office. Its budget was $160 million."
+    assert flag_of(run(make_resp(answer, retrieved=POSEIDON), ruleset="grounded"), "unsupported_claim") is None
+
+
+def test_unsupported_claim_is_not_raised_when_the_run_records_no_retrieval(run: Run, make_resp: Make) -> None:
+    resp = make_resp(MADE_UP, retrieval_recorded=False)
+    assert flag_of(run(resp, ruleset="grounded"), "unsupported_claim") is None
+
+
+def test_unsupported_claim_decides_the_same_without_spans(run: Run, make_resp: Make) -> None:
+    answers = [MADE_UP, "Poseidon had a budget of $170 million.", "Poseidon grossed $181,674,817."]
+    for answer in answers:
+        resp = make_resp(answer, retrieved=POSEIDON)
+        with_spans = flag_of(run(resp, ruleset="grounded"), "unsupported_claim")
+        without = flag_of(run(resp, ruleset="grounded", with_spans=False), "unsupported_claim")
+        assert (with_spans is None) == (without is None), answer
+
+
+def test_a_span_is_stored_with_its_score_and_reason_only_when_it_has_them() -> None:
+    from evaluator.core.types import Span
+
+    assert Span(0, 3, "abc", "proper_noun").as_dict() == {"start": 0, "end": 3, "text": "abc", "kind": "proper_noun"}
+    assert Span(0, 3, "abc", "unsupported_claim", 0.25, "why").as_dict() == {
+        "start": 0, "end": 3, "text": "abc", "kind": "unsupported_claim", "score": 0.25, "reason": "why"}

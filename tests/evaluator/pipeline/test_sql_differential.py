@@ -242,3 +242,58 @@ def test_refusal_lists_too_big_for_one_re2_pattern_are_still_decided_in_sql(tmp_
                                               run.checks.column("reason").to_pylist(), strict=True)
                if name == "answers_question"]
     assert ["refuses" in reason for reason in refused] == [True, True, False, True]
+
+
+# unsupported_claim (issue 30): sentences, numbers written several ways, stop words, short words,
+# sentence ends of every kind, and text SQL must leave to Python (an accent)
+SUPPORT_FRAGMENTS = [
+    "Poseidon grossed $181,674,817 worldwide.", "The budget was $ 160 million.", "It cost 1,000 dollars", "1000",
+    "1,2,3", "grossing budgets", "The film was a box office success!", "Critics loved the stunning visual effects.",
+    "\n", "  ", ".", "?", "...", "\"Quoted.\" Then", "(see above.) Next", "e.g. this", "3.5 million", "and the of",
+    "Rama\u2014Dasharatha", "don\u2019t", "caf\u00e9", "x\u00d7y", "TWENTY Twenty twenty", "a b c d e", "is it so",
+    "budget budgets budgeted", "\t", "Wait!\tWhat?", "",
+]
+support_text = st.lists(st.sampled_from(SUPPORT_FRAGMENTS), max_size=10).map(" ".join)
+support_response = st.fixed_dictionaries({
+    "answer": support_text, "question": support_text, "template": st.sampled_from([None, "T1", "T3"]),
+    "retrieved": st.lists(st.fixed_dictionaries({"id": st.sampled_from(["kb-1", "kb-2", "kb-3"]), "text": support_text,
+                                                 "score": st.one_of(st.none(), st.floats(0, 1))}), max_size=3),
+    "retrieval_recorded": st.sampled_from([None, True, False]),
+})
+SUPPORT_VARIANT = _default_rules_with("min_words = 3\nmax_unsupported = 0.3\nprefix = 5\nnumbers = true",
+                                      "min_words = 1\nmax_unsupported = 1.0\nprefix = 1\nnumbers = false")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+@given(rows=st.lists(support_response, min_size=1, max_size=12))
+def test_sql_and_python_raise_unsupported_claim_alike(tmp_path_factory, rows):
+    db, run_id = _ingested(tmp_path_factory.mktemp("support"), rows)
+    with connect(db) as con:
+        for rules in (RULES, SUPPORT_VARIANT):
+            for profile in rules.profile_names:
+                run = evaluate_run_sql(con, run_id, ruleset="grounded", rules=rules, profile=profile)
+                verify(con, run, 10**9, ruleset="grounded", rules=rules, profile=profile)
+
+
+def test_unsupported_claim_is_decided_in_sql_only_under_grounded(tmp_path):
+    """SQL decides these plain answers itself, and raises unsupported_claim where Python does: on the
+    answer with a sentence the context does not hold and the one with a number it does not hold,
+    only under grounded."""
+    context = [{"id": "kb-1", "text": "Poseidon grossed $ 181,674,817 at the worldwide box office on a budget "
+                                      "of $ 160 million.", "score": 0.9}]
+    answers = {"Poseidon grossed $181,674,817 worldwide on a $160 million budget.": False,
+               "Poseidon grossed $181,674,817 worldwide. Critics loved its stunning visual effects.": True,
+               "Poseidon had a budget of $170 million.": True}
+    rows = [{"question": "How much?", "answer": answer, "retrieved": context} for answer in answers]
+    db, run_id = _ingested(tmp_path, rows)
+    with connect(db) as con:
+        ids = dict(con.execute("SELECT answer, response_id FROM responses").fetchall())
+        for ruleset in RULES.ruleset_names:
+            run = evaluate_run_sql(con, run_id, ruleset=ruleset, rules=RULES, profile="rag")
+            assert (run.n_sql, run.n_python) == (3, 0)
+            verify(con, run, 10**9, ruleset=ruleset, rules=RULES, profile="rag")
+            raised = {rid for rid, name in zip(run.flags.column("response_id").to_pylist(),
+                                               run.flags.column("flag").to_pylist(), strict=True)
+                      if name == "unsupported_claim"}
+            want = {ids[a] for a, bad in answers.items() if bad} if ruleset == "grounded" else set()
+            assert raised == want, ruleset

@@ -92,6 +92,7 @@ def test_default_banners_and_severities(rules: Rules) -> None:
     assert rules.banner("refusal_detected") is None
     assert [(f.name, f.severity) for f in rules.flag_rules] == [
         ("no_context_warning", "warning"), ("refusal_detected", "info"), ("potential_hallucination", "warning"),
+        ("unsupported_claim", "warning"),
     ]
 
 
@@ -395,3 +396,66 @@ def test_more_patterns_than_the_limit_are_refused_and_the_limit_itself_loads(tmp
     (tmp_path / "many.toml").write_text(pack(MAX_PATTERNS + 1), encoding="utf-8")
     with pytest.raises(ValueError, match=r"many\.toml: key 'abstention\.patterns\[\d+\]': more than 10,000 patterns"):
         load_rules(tmp_path / "many.toml")
+
+
+# --- the grounded rule set and the unsupported_claim options (issue 30) --------------------------
+
+
+def test_grounded_is_refined_with_the_unsupported_claim_flag(rules: Rules) -> None:
+    grounded, refined = rules.ruleset("grounded"), rules.ruleset("refined")
+    assert (grounded.t3_not_applicable, grounded.proper_nouns, grounded.function_words) == (
+        refined.t3_not_applicable, refined.proper_nouns, refined.function_words)
+    assert grounded.extra_flags == ("unsupported_claim",)
+
+
+def test_the_seed_rule_sets_raise_no_opt_in_flag(rules: Rules) -> None:
+    assert [rules.ruleset(n).extra_flags for n in ("legacy", "t3_aware", "refined")] == [(), (), ()]
+
+
+def test_a_rule_set_overrides_what_it_is_based_on(rules_text: str) -> None:
+    text = replaced(rules_text, 'based_on = "refined"', 'based_on = "refined"\nproper_nouns = "literal"')
+    grounded = rules_from_text(text, "my.toml").ruleset("grounded")
+    assert grounded.proper_nouns == "literal" and grounded.function_words
+
+
+def test_a_rule_set_based_on_an_unknown_one_is_an_error(rules_text: str) -> None:
+    text = replaced(rules_text, 'based_on = "refined"', 'based_on = "refind"')
+    with pytest.raises(ValueError, match=r"key 'rulesets\.grounded\.based_on': expected the name of a rule set"):
+        rules_from_text(text, "my.toml")
+
+
+def test_rule_sets_based_on_each_other_are_an_error(rules_text: str) -> None:
+    text = replaced(rules_text, "[rulesets.refined]\n", '[rulesets.refined]\nbased_on = "grounded"\n')
+    with pytest.raises(ValueError, match=r"based on each other: refined -> grounded -> refined"):
+        rules_from_text(text, "my.toml")
+
+
+def test_an_extra_flag_that_is_not_opt_in_is_an_error(rules_text: str) -> None:
+    text = replaced(rules_text, 'extra_flags = ["unsupported_claim"]', 'extra_flags = ["refusal_detected"]')
+    with pytest.raises(ValueError, match=r"key 'rulesets\.grounded\.extra_flags\[0\]': not an opt-in flag"):
+        rules_from_text(text, "my.toml")
+
+
+def test_default_unsupported_claim_options(rules: Rules) -> None:
+    support = rules.claim_support
+    assert (support.min_words, support.max_unsupported, support.prefix, support.numbers) == (3, 0.3, 5, True)
+    assert {"the", "and", "of"} <= set(support.stop_words)
+
+
+def test_rules_written_before_unsupported_claim_existed_still_load(rules_text: str) -> None:
+    start = rules_text.index("\n[flags.unsupported_claim]\n")
+    text = rules_text[:start + 1] + rules_text[rules_text.index("[profiles.ramayana]"):]
+    rules = rules_from_text(text, "old.toml")
+    assert rules.severity("unsupported_claim") == "warning" and rules.banner("unsupported_claim") is None
+    assert rules.claim_support.min_words == 3
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    ("max_unsupported = 0.3", "max_unsupported = 0", "max_unsupported"),
+    ("max_unsupported = 0.3", "max_unsupported = 1.5", "max_unsupported"),
+    ("min_words = 3", "min_words = 0", "min_words"),
+    ("prefix = 5", "prefix = 0", "prefix"),
+])
+def test_unsupported_claim_options_out_of_range_are_errors(rules_text: str, old: str, new: str, key: str) -> None:
+    with pytest.raises(ValueError, match=rf"key 'flags\.unsupported_claim\.{key}'"):
+        rules_from_text(replaced(rules_text, old, new), "my.toml")

@@ -41,7 +41,7 @@ def test_user_file_adds_its_profile_and_keeps_the_default_ones(mine: Rules) -> N
 
 
 def test_user_file_adds_its_rule_set_and_keeps_the_default_ones(mine: Rules) -> None:
-    assert mine.ruleset_names == ("legacy", "t3_aware", "refined", "acme_strict")
+    assert mine.ruleset_names == ("legacy", "t3_aware", "refined", "grounded", "acme_strict")
 
 
 def test_user_file_leaves_the_other_rules_as_they_are(mine: Rules, rules: Rules) -> None:

@@ -17,15 +17,19 @@ def test_every_check_and_flag_has_an_sql_form() -> None:
     assert missing == []
 
 
+@pytest.mark.parametrize("ruleset", ["t3_aware", "grounded"])
 @pytest.mark.parametrize("profile", ["ramayana", "clearpath", "rag"])
-def test_the_compiled_query_holds_each_registered_form_as_the_column_named_after_it(profile: str) -> None:
+def test_the_compiled_query_holds_each_registered_form_as_the_column_named_after_it(profile: str,
+                                                                                   ruleset: str) -> None:
     rules = load_rules()
-    plan = compile_run(rules, "t3_aware", profile)
+    plan = compile_run(rules, ruleset, profile)
     assert plan is not None
-    case = sql_case(rules, "t3_aware", profile)
+    case = sql_case(rules, ruleset, profile)
     applied = rules.profile(profile).checks
     for entry in (*check_entries(), *flag_entries()):
-        if entry.kind == "flag" or entry.name in applied:
+        if entry.opt_in and entry.name not in rules.ruleset(ruleset).extra_flags:  # issue 30: not raised here
+            assert f"  NULL AS {entry.name}" in plan.sql, entry.name
+        elif entry.kind == "flag" or entry.name in applied:
             column = entry.sql(case)
             if entry.needs_retrieval:  # issue 28: decided only where the run records retrieval
                 column = (f"CASE WHEN NOT retrieval_recorded THEN {NO_RETRIEVAL} ELSE {column} END"
@@ -36,7 +40,8 @@ def test_the_compiled_query_holds_each_registered_form_as_the_column_named_after
 def test_the_checks_and_flags_that_need_the_retrieved_items_are_registered_so() -> None:
     needing = {(e.kind, e.name) for e in (*check_entries(), *flag_entries()) if e.needs_retrieval}
     assert needing == {("check", "retrieval_check"), ("check", "no_hallucination"),
-                       ("flag", "no_context_warning"), ("flag", "potential_hallucination")}
+                       ("flag", "no_context_warning"), ("flag", "potential_hallucination"),
+                       ("flag", "unsupported_claim")}
 
 
 def test_only_checks_and_flags_can_need_the_retrieved_items() -> None:

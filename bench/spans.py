@@ -1,0 +1,193 @@
+"""How far a flag's spans agree with people who marked unsupported text by hand (issue 30 §5).
+
+    python -m bench.spans --data FILE [--flag NAME@RULESET ...] [--profile rag]
+
+FILE is a ``*_spans.jsonl`` (one answer a line: ``{id, question, provider, answer, retrieved:
+[{id, text}], spans: [{start, end, label}], ...}``, ``answer[start:end]`` the marked text), e.g.
+``../shared/outside/faithbench_spans.jsonl``. Each answer is evaluated under the rule set (by the
+Python reference, spans and all) and, for the tuning half and the held-out half separately
+(FaithBench ``batch`` 1-8 / the rest; LFQA ``setting`` webgpt, gpt3_wdoc, gpt3 / the rest; a file
+with neither is one half, "all"), printed:
+
+- response level: a response is positive when people marked some text of it; the flag predicts
+  positive when it is raised: precision, recall, balanced accuracy;
+- character level: the characters people marked against those the flag's spans cover, summed over
+  the half: precision, recall, F1;
+- the trivial baseline that marks every character of every answer, and each detector score the
+  file carries (``detector_scores``: 1 consistent, 0 hallucinated; below 0.5 counts as raised),
+  response level only.
+
+Spans labelled "Benign..." (unsupported but harmless, FaithBench) count as unmarked: a response
+with only benign spans is negative and their characters are not targets (nor penalised when marked,
+as any unmarked character is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from evaluator.core.evaluate import evaluate
+from evaluator.core.types import ResponseInput, RetrievedItem
+from evaluator.rules.load import load_rules
+from evaluator.rules.model import Rules
+
+TUNING_SETTINGS = frozenset({"webgpt", "gpt3_wdoc", "gpt3"})  # LFQA-Verification settings to tune on
+TUNING_BATCHES = range(1, 9)  # FaithBench batches to tune on
+DEFAULT_FLAGS = ("unsupported_claim@grounded", "potential_hallucination@t3_aware")
+
+Prediction = tuple[bool, set[int]]  # (raised, characters marked)
+
+
+def half_of(row: dict[str, Any]) -> str:
+    """'tuning' or 'held-out' (FaithBench batches, LFQA settings); 'all' when the row says neither."""
+    batch = row.get("batch")
+    if isinstance(batch, int):
+        return "tuning" if batch in TUNING_BATCHES else "held-out"
+    setting = row.get("setting")
+    if isinstance(setting, str):
+        return "tuning" if setting in TUNING_SETTINGS else "held-out"
+    return "all"
+
+
+def marked(row: dict[str, Any]) -> set[int]:
+    """The characters people marked as unsupported (benign spans left out)."""
+    chars: set[int] = set()
+    for span in row.get("spans") or ():
+        if not str(span.get("label") or "").startswith("Benign"):
+            chars.update(range(int(span["start"]), int(span["end"])))
+    return chars
+
+
+@dataclass(frozen=True)
+class Score:
+    n: int
+    positives: int
+    raised: int
+    precision: float | None
+    recall: float | None
+    balanced_accuracy: float | None
+    char_precision: float | None
+    char_recall: float | None
+    char_f1: float | None
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return a / b if b else None
+
+
+def score(rows: list[dict[str, Any]], predictions: Iterable[Prediction | bool]) -> Score:
+    """Response-level and (for span predictions) character-level agreement with ``marked``."""
+    tp = fp = fn = tn = 0
+    ctp = cfp = cfn = 0
+    chars = True
+    for row, pred in zip(rows, predictions, strict=True):
+        gold = marked(row)
+        if isinstance(pred, bool):
+            raised, spans = pred, None
+            chars = False
+        else:
+            raised, spans = pred
+        if gold:
+            tp, fn = tp + raised, fn + (not raised)
+        else:
+            fp, tn = fp + raised, tn + (not raised)
+        if spans is not None:
+            ctp += len(gold & spans)
+            cfp += len(spans - gold)
+            cfn += len(gold - spans)
+    recall, specificity = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
+    ba = (recall + specificity) / 2 if recall is not None and specificity is not None else None
+    cp, cr = (_ratio(ctp, ctp + cfp), _ratio(ctp, ctp + cfn)) if chars else (None, None)
+    f1 = 2 * cp * cr / (cp + cr) if cp is not None and cr is not None and cp + cr > 0 else (0.0 if chars else None)
+    return Score(len(rows), tp + fn, tp + fp, _ratio(tp, tp + fp), recall, ba, cp, cr, f1)
+
+
+def response_of(row: dict[str, Any]) -> ResponseInput:
+    retrieved = tuple(RetrievedItem(str(d.get("id", "")), str(d.get("text") or ""), None)
+                      for d in row.get("retrieved") or ())
+    return ResponseInput(str(row["id"]), str(row.get("question") or ""), str(row.get("provider") or ""),
+                         str(row.get("answer") or ""), retrieved=retrieved)
+
+
+def flag_predictor(flag: str, ruleset: str, rules: Rules, profile: str) -> Callable[[dict[str, Any]], Prediction]:
+    def predict(row: dict[str, Any]) -> Prediction:
+        ev = evaluate(response_of(row), ruleset=ruleset, rules=rules, profile=profile)
+        chars: set[int] = set()
+        raised = False
+        for f in ev.flags:
+            if f.flag == flag:
+                raised = True
+                for span in f.spans:
+                    chars.update(range(span.start, span.end))
+        return raised, chars
+
+    return predict
+
+
+def every_character(row: dict[str, Any]) -> Prediction:
+    return True, set(range(len(str(row.get("answer") or ""))))
+
+
+def _fmt(x: float | None) -> str:
+    return "  -  " if x is None else f"{x:.3f}"
+
+
+def table(title: str, lines: list[tuple[str, Score]]) -> str:
+    out = [title, f"{'':38} {'n':>4} {'pos':>4} {'raised':>6}  {'P':>5}  {'R':>5}  {'BA':>5}  "
+                  f"{'charP':>5}  {'charR':>5}  {'charF1':>6}"]
+    for name, s in lines:
+        cells = (s.precision, s.recall, s.balanced_accuracy, s.char_precision, s.char_recall)
+        out.append(f"{name:38} {s.n:>4} {s.positives:>4} {s.raised:>6}  " + "  ".join(_fmt(c) for c in cells)
+                   + f"  {_fmt(s.char_f1):>6}")
+    return "\n".join(out)
+
+
+def run(data: Path, flags: list[str], profile: str, rules: Rules) -> str:
+    rows = [orjson.loads(line) for line in data.read_bytes().splitlines() if line.strip()]
+    halves: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        halves.setdefault(half_of(row), []).append(row)
+    detectors = sorted({k for row in rows for k in (row.get("detector_scores") or {})})
+    out = []
+    for half in ("tuning", "held-out", "all"):
+        part = halves.get(half)
+        if not part:
+            continue
+        lines = []
+        for spec in flags:
+            name, _, ruleset = spec.partition("@")
+            predict = flag_predictor(name, ruleset or "grounded", rules, profile)
+            lines.append((f"{name} ({ruleset or 'grounded'})", score(part, [predict(r) for r in part])))
+        lines.append(("mark every character", score(part, [every_character(r) for r in part])))
+        for det in detectors:
+            kept = [r for r in part if isinstance((r.get("detector_scores") or {}).get(det), (int, float))]
+            if kept:
+                lines.append((f"detector {det}", score(kept, [float(r["detector_scores"][det]) < 0.5 for r in kept])))
+        out.append(table(f"{data.name}: {half} half ({len(part)} answers, profile {profile})", lines))
+    return "\n\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, required=True, help="a *_spans.jsonl file")
+    parser.add_argument("--flag", action="append", help="NAME@RULESET (repeatable); default: "
+                        + ", ".join(DEFAULT_FLAGS))
+    parser.add_argument("--profile", default="rag")
+    parser.add_argument("--rules", type=Path, default=None, help="a rules file (default: the built-in rules)")
+    args = parser.parse_args(argv)
+    if not args.data.is_file():
+        print(f"no file {args.data}", file=sys.stderr)
+        return 2
+    print(run(args.data, args.flag or list(DEFAULT_FLAGS), args.profile, load_rules(args.rules)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
