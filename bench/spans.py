@@ -17,9 +17,11 @@ with neither is one half, "all"), printed:
   file carries (``detector_scores``: 1 consistent, 0 hallucinated; below 0.5 counts as raised),
   response level only.
 
-Spans labelled "Benign..." (unsupported but harmless, FaithBench) count as unmarked: a response
-with only benign spans is negative and their characters are not targets (nor penalised when marked,
-as any unmarked character is).
+Counted as the product counts span labels (evaluator.review.span_agreement, one definition):
+spans labelled "Benign..." (unsupported but harmless, FaithBench) are not targets and count neither
+way when highlighted, and a response with only benign spans is negative. (The issue's first table
+counted highlighted benign text as false positives: its mark-every-character baseline reads 0.228
+there, 0.237 here.)
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import orjson
 
 from evaluator.core.evaluate import evaluate
 from evaluator.core.types import ResponseInput, RetrievedItem
+from evaluator.review.span_agreement import HumanMarks, Tally, Truth, truth
 from evaluator.rules.load import load_rules
 from evaluator.rules.model import Rules
 
@@ -56,13 +59,21 @@ def half_of(row: dict[str, Any]) -> str:
     return "all"
 
 
-def marked(row: dict[str, Any]) -> set[int]:
-    """The characters people marked as unsupported (benign spans left out)."""
-    chars: set[int] = set()
-    for span in row.get("spans") or ():
-        if not str(span.get("label") or "").startswith("Benign"):
-            chars.update(range(int(span["start"]), int(span["end"])))
-    return chars
+def people(row: dict[str, Any]) -> Truth:
+    """What people marked in one answer (the file's merged spans), read as the product reads span
+    labels (evaluator.review.span_agreement: benign characters count neither way)."""
+    return truth([HumanMarks("people", tuple((int(sp["start"]), int(sp["end"]), sp.get("label"))
+                                             for sp in row.get("spans") or ()))])
+
+
+def _intervals(chars: set[int]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for c in sorted(chars):
+        if out and out[-1][1] == c:
+            out[-1] = (out[-1][0], c + 1)
+        else:
+            out.append((c, c + 1))
+    return out
 
 
 @dataclass(frozen=True)
@@ -83,30 +94,22 @@ def _ratio(a: int, b: int) -> float | None:
 
 
 def score(rows: list[dict[str, Any]], predictions: Iterable[Prediction | bool]) -> Score:
-    """Response-level and (for span predictions) character-level agreement with ``marked``."""
-    tp = fp = fn = tn = 0
-    ctp = cfp = cfn = 0
+    """Response-level and (for span predictions) character-level agreement with ``people``, counted
+    by the product's own tally (evaluator.review.span_agreement.Tally)."""
+    tally = Tally()
     chars = True
-    for row, pred in zip(rows, predictions, strict=True):
-        gold = marked(row)
+    for i, (row, pred) in enumerate(zip(rows, predictions, strict=True)):
         if isinstance(pred, bool):
-            raised, spans = pred, None
+            raised, spans = pred, set()
             chars = False
         else:
             raised, spans = pred
-        if gold:
-            tp, fn = tp + raised, fn + (not raised)
-        else:
-            fp, tn = fp + raised, tn + (not raised)
-        if spans is not None:
-            ctp += len(gold & spans)
-            cfp += len(spans - gold)
-            cfn += len(gold - spans)
-    recall, specificity = _ratio(tp, tp + fn), _ratio(tn, tn + fp)
-    ba = (recall + specificity) / 2 if recall is not None and specificity is not None else None
-    cp, cr = (_ratio(ctp, ctp + cfp), _ratio(ctp, ctp + cfn)) if chars else (None, None)
-    f1 = 2 * cp * cr / (cp + cr) if cp is not None and cr is not None and cp + cr > 0 else (0.0 if chars else None)
-    return Score(len(rows), tp + fn, tp + fp, _ratio(tp, tp + fp), recall, ba, cp, cr, f1)
+        tally.add(i, raised, _intervals(spans), people(row))
+    d = tally.as_dict()
+    f1 = d["char_f1"] if d["char_f1"] is not None else 0.0
+    return Score(int(d["responses"]), int(d["human_positive"]), int(d["flagged"]), d["precision"], d["recall"],
+                 d["balanced_accuracy"], d["char_precision"] if chars else None,
+                 d["char_recall"] if chars else None, f1 if chars else None)
 
 
 def response_of(row: dict[str, Any]) -> ResponseInput:

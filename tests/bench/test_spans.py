@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.spans import every_character, half_of, main, marked, score
+from bench.spans import every_character, half_of, main, people, score
 
 CONTEXT = [{"id": "d1", "text": "Poseidon grossed $ 181,674,817 on a budget of $ 160 million."}]
 SUPPORTED = "Poseidon grossed $181,674,817 on a budget of $160 million."
@@ -19,9 +19,15 @@ def row(answer: str, spans: list[tuple[int, int, str]], **more: object) -> dict:
             "spans": [{"start": s, "end": e, "text": answer[s:e], "label": label} for s, e, label in spans], **more}
 
 
-def test_benign_spans_are_not_marked() -> None:
+def test_benign_spans_are_not_targets() -> None:
     r = row(MADE_UP, [(0, 8, "Benign"), (31, 38, "Unwanted.Extrinsic")])
-    assert marked(r) == set(range(31, 38))
+    assert people(r).unsupported == [(31, 38)] and people(r).benign == [(0, 8)]
+
+
+def test_highlighted_benign_text_counts_neither_way() -> None:
+    rows = [row("abcdefghij", [(0, 5, "Unwanted"), (5, 10, "Benign")])]
+    got = score(rows, [(True, set(range(10)))])
+    assert (got.char_precision, got.char_recall) == (1.0, 1.0)
 
 
 def test_halves_follow_the_batch_or_the_setting() -> None:
