@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from evaluator.ingest.formats.grades import RECORDED_OVERALL, is_grade_name
 from evaluator.ingest.formats.inspect_log import is_eval_zip, looks_zipped, read_eval_zip
 from evaluator.ingest.formats.phoenix import read as read_phoenix
 from evaluator.ingest.formats.ragas import read as read_ragas
-from evaluator.ingest.parallel import read_plain_jsonl
+from evaluator.ingest.parallel import read_in_pieces
 from evaluator.ingest.readers import (
     PEER_FORMATS,
     InputError,
@@ -46,7 +44,7 @@ from evaluator.rules.load import load_rules
 from evaluator.store.db import atomic, connect, drop_quietly, fetch_one, fetch_value, memory_limited, next_id
 from evaluator.store.results import write_evaluation_counts, write_response_results
 from evaluator.store.spill import spill_folder
-from evaluator.store.staging import OwnedFolder, Stage, attached_in_transaction, copy_back, staging_area
+from evaluator.store.staging import OwnedFolder
 
 # Peers' formats whose files are one JSON document (the others: Ragas CSV, Phoenix JSONL, Inspect's .eval zip)
 JSON_PEER_FORMATS = ("inspectorraget", "promptfoo", "inspect", "deepeval")
@@ -56,13 +54,10 @@ GENERIC_PROFILE = "rag"  # any other run, when the rules define it ...
 FALLBACK_PROFILE = "clearpath"  # ... else this one, as before there was a generic profile
 RECORDED_REASON = "recorded by the source evaluator"
 
-
-
-# DuckDB's memory, each of the store and the staging file, while a run is stored: beyond it, DuckDB
-# drops cached blocks it has written (measured at 1M responses on 2 threads: the ingest process
-# peaked at 3.3 GB without a limit, 1.77 GB with 500 MB; issue 16 asks for 2 GB). Each DuckDB thread
-# needs its own share (a review measured 1M responses failing at 500 MB from 32 threads on), so
-# the limit grows with the threads.
+# DuckDB's memory while a run is stored: beyond it, DuckDB drops cached blocks it has written
+# (measured at 1M responses on 2 threads: the ingest process peaked at 3.3 GB without a limit,
+# 1.77 GB with 500 MB; issue 16 asks for 2 GB). Each DuckDB thread needs its own share (a review
+# measured 1M responses failing at 500 MB from 32 threads on), so the limit grows with the threads.
 DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD = 500, 64
 
 
@@ -248,12 +243,12 @@ def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...
         records = read_records(path, "csv" if fmt == "ragas" else fmt, digest, long_csv=mapping is not None)
     if mapping is not None:
         records = apply_map(path, records, mapping, default_provider=options.provider)
-    # A large plain JSONL file is read by worker processes; anything else, or anything they do not
-    # take (then the messages come from here), is read in this process.
+    # A large JSONL file is read by worker processes, a piece each, with the same reader and
+    # validation; any other file, or one with a problem anywhere (its message comes from here), is
+    # read in this process.
     parallel = None
     if fast and fmt == "jsonl" and mapping is None:
-        parallel = read_plain_jsonl(path, folder.name,
-                                    new_bar=lambda: _progress_bar(progress, path))
+        parallel = read_in_pieces(path, folder.name, new_bar=lambda: _progress_bar(progress, path))
     if parallel is not None:
         columns, content_hash = parallel
     else:
@@ -283,10 +278,16 @@ def _profile_names(path: Path, rules: str | Path | None) -> tuple[str, ...]:
 
 
 def store_run(
-    con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
+    db: str | os.PathLike[str] | None, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
 ) -> IngestResult:
-    """Store a prepared run in one transaction. Raises DuplicateRunError; writes nothing then."""
-    with atomic(con):
+    """Store a prepared run in the store `db`, opened for its one transaction only (the file was read
+    and validated before). Raises DuplicateRunError; writes nothing then."""
+    with connect(db) as con:
+        return _store(con, run, replace=replace, drop_overrides=drop_overrides)
+
+
+def _store(con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool, drop_overrides: bool) -> IngestResult:
+    with memory_limited(con, _memory_limit(con)), atomic(con):
         replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
         run_id = next_id(con, "run_ids")
         con.execute(INSERT_RUN_SQL, _run_row(run_id, run))
@@ -296,36 +297,6 @@ def store_run(
             _move_typed_annotations(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
             delete_run(con, replaced_run_id)
     return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
-
-
-STAGED_RUN_ID = 0  # the run's id in the staging file; the store's sequence gives the real one
-
-
-def store_run_staged(
-    db: str | os.PathLike[str] | None, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
-) -> IngestResult:
-    """Store a prepared run as store_run does, holding the store only for the writing: what is
-    derived from the run (questions' JSON columns, recorded verdicts, their outcomes and counts)
-    is built in a staging file (evaluator.store.staging) from the responses without their answers,
-    and copied in with the store's ids in one transaction, where the responses and their
-    retrieved items are written straight from the prepared batches. (Staging them too cost as
-    much again as writing them: DuckDB compresses the answers each time.) The staging file is
-    built on a thread of its own while the answers are written, which takes longer."""
-    with staging_area(db) as stage, ThreadPoolExecutor(max_workers=1, thread_name_prefix="staging") as thread:
-        staging = thread.submit(_stage_derived, stage, run)
-        with (connect(db) as con, memory_limited(con, _memory_limit(con)), contextlib.ExitStack() as staged_file,
-              atomic(con)):
-            replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
-            ids = {"run": next_id(con, "run_ids"), "offset": _first_response_id(con) - 1}
-            _load_responses(con, ids["run"], ids["offset"] + 1, run.columns)
-            staged_evaluations = staging.result()
-            alias = staged_file.enter_context(attached_in_transaction(con, stage))
-            _copy_staged(con, alias, ids, staged_evaluations)
-            if replaced_run_id is not None:
-                _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
-                _move_typed_annotations(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
-                delete_run(con, replaced_run_id)
-    return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
 
 INSERT_RUN_SQL = """INSERT INTO runs VALUES ($run, $name, $path, $format, $content_hash, $profile, now(),
@@ -342,41 +313,6 @@ def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
     return f"{max(DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD * threads)}MB"
 
 
-def _stage_derived(stage: Stage, run: PreparedRun) -> list[int]:
-    """Build what is derived from the run in the staging file; its evaluations' ids there."""
-    scon = stage.connect()
-    try:
-        with memory_limited(scon, _memory_limit(scon)), atomic(scon):
-            scon.execute(INSERT_RUN_SQL, _run_row(STAGED_RUN_ID, run))
-            _load(scon, STAGED_RUN_ID, run.columns, answers=False)  # an empty file: response ids from 1
-        return [int(row[0]) for row in scon.execute(
-            "SELECT evaluation_id FROM evaluations ORDER BY evaluation_id").fetchall()]
-    finally:
-        scon.close()
-
-
-def _copy_staged(con: duckdb.DuckDBPyConnection, alias: str, ids: dict[str, int], staged_evaluations: list[int]
-                 ) -> None:
-    """The staged tables into the store, with the store's ids (inside the caller's transaction)."""
-    moved_response = "response_id + $offset"
-    copy_back(con, alias, "runs", params=ids, replace={"run_id": "$run"})
-    copy_back(con, alias, "questions", params=ids, replace={"run_id": "$run"})
-    copy_back(con, alias, "labels", params=ids, replace={"run_id": "$run"})
-    copy_back(con, alias, "annotations", params=ids, replace={
-        "annotation_id": "nextval('annotation_ids')", "response_id": moved_response})
-    con.execute(f"""INSERT INTO chunks SELECT n.* FROM {alias}.chunks n
-                    WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)""")
-    for staged in staged_evaluations:
-        where = {**ids, "staged": staged, "evaluation": next_id(con, "evaluation_ids")}
-        copy_back(con, alias, "evaluations", "evaluation_id = $staged", where,
-                  replace={"evaluation_id": "$evaluation", "run_id": "$run"})
-        for table in ("check_results", "response_results"):
-            copy_back(con, alias, table, "evaluation_id = $staged", where,
-                      replace={"evaluation_id": "$evaluation", "response_id": moved_response})
-        copy_back(con, alias, "evaluation_counts", "evaluation_id = $staged", where,
-                  replace={"evaluation_id": "$evaluation"})
-
-
 def ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: str | Path,
@@ -390,7 +326,7 @@ def ingest_file(
 ) -> IngestResult:
     """Read, validate and store one run file. Raises InputError / DuplicateRunError; writes nothing then."""
     with prepare_run(path, name=name, fmt=fmt, profile=profile, progress=progress) as run:
-        return store_run(con, run, replace=replace, drop_overrides=drop_overrides)
+        return _store(con, run, replace=replace, drop_overrides=drop_overrides)
 
 
 def _check_not_duplicate(
@@ -524,20 +460,25 @@ def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
                                 "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
 
 
-def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers: bool = True) -> None:
-    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT. `answers=False`:
-    the responses without their answers and metadata, and no retrieved items (a staging file
-    derives the rest from them; store_run_staged writes those straight into the store)."""
+def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
+    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT."""
     base = _first_response_id(con)
-    new_questions = pa.table(cols.questions)
-    new_chunks = pa.table(cols.chunks, schema=CHUNK_SCHEMA)
-    con.register("new_questions", new_questions)
-    con.register("new_chunks", new_chunks)
+    con.register("new_questions", pa.table(cols.questions))
+    con.register("new_chunks", pa.table(cols.chunks, schema=CHUNK_SCHEMA))
+    # Streams: DuckDB reads the batches from their files one at a time.
+    con.register("new_responses", cols.response_batches.reader())
+    con.register("new_retrieved", cols.retrieved_batches.reader())
     try:
-        if answers:
-            _load_responses(con, run_id, base, cols)
-        else:
-            _load_narrow_responses(con, run_id, base, cols)
+        con.execute(
+            """INSERT INTO responses
+               SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
+                      classification, answerable, comment, outcome, metadata::JSON, source_line,
+                      retrieval_given OR $recorded
+               FROM new_responses""",
+            {"base": base, "run": run_id, "recorded": cols.records_retrieval and not cols.per_record_retrieval},
+        )
+        con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
+                    {"base": base})
         con.execute(
             """INSERT INTO questions
                SELECT $run, question_id, question, expected_template, expected_routing,
@@ -556,43 +497,7 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers
         if cols.labels or cols.annotations["row"]:
             _load_annotations(con, run_id, base, cols)
     finally:
-        drop_quietly(con, views=("new_questions", "new_chunks"))
-
-
-def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
-    """The responses (ids from `base` on) and their retrieved items."""
-    # Streams: DuckDB reads the batches from their files one at a time.
-    con.register("new_responses", cols.response_batches.reader())
-    con.register("new_retrieved", cols.retrieved_batches.reader())
-    try:
-        con.execute(
-            """INSERT INTO responses
-               SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
-                      classification, answerable, comment, outcome, metadata::JSON, source_line,
-                      retrieval_given OR $recorded
-               FROM new_responses""",
-            {"base": base, "run": run_id, "recorded": cols.records_retrieval and not cols.per_record_retrieval},
-        )
-        con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
-                    {"base": base})
-    finally:
-        drop_quietly(con, views=("new_responses", "new_retrieved"))
-
-
-def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
-    """The responses with empty answers and no metadata: what a run's evaluations are derived from."""
-    narrow = cols.response_batches.table(["row", "question_id", "provider", "template", "source_line"])
-    con.register("new_responses", narrow)
-    try:
-        con.execute(
-            """INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash, template,
-                                      source_line)
-               SELECT $base + "row", $run, question_id, provider, '', '', template, source_line
-               FROM new_responses""",
-            {"base": base, "run": run_id},
-        )
-    finally:
-        drop_quietly(con, views=("new_responses",))
+        drop_quietly(con, views=("new_questions", "new_chunks", "new_responses", "new_retrieved"))
 
 
 def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recorded: pa.Table) -> None:

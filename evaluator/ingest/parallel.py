@@ -8,7 +8,7 @@ golden fields merged as one reader would have.
 
 At the first problem in a piece (bad JSON, a key named twice, a field that is wrong), a
 (question_id, provider) pair or a golden field that disagrees across pieces, or an empty file,
-`read_plain_jsonl` returns None: the caller reads the file the ordinary way, whose message names
+`read_in_pieces` returns None: the caller reads the file the ordinary way, whose message names
 the first problem in the file.
 """
 
@@ -70,7 +70,7 @@ class Joined:
     questions: dict[str, int] = field(default_factory=dict)  # question id -> its index in columns.questions
 
 
-def read_plain_jsonl(path: Path, folder: str, *, workers: int | None = None,
+def read_in_pieces(path: Path, folder: str, *, workers: int | None = None,
                      new_bar: Callable[[], Any] | None = None) -> tuple[Columns, str] | None:
     """(the run's Columns, sha256 of the file) of a JSONL file of PARALLEL_FROM_BYTES or more read
     by worker processes, or None: the file is smaller, or a problem is left to the ordinary reading
@@ -95,7 +95,7 @@ def read_plain_jsonl(path: Path, folder: str, *, workers: int | None = None,
 
 def read_pieces(path: Path, workers: int, pieces: int | None = None, *,
                 folder: str | os.PathLike[str], bar: Any = None) -> tuple[Columns, str] | None:
-    """read_plain_jsonl for any file size, in `pieces` pieces (default: PIECES_PER_WORKER a worker)."""
+    """read_in_pieces for any file size, in `pieces` pieces (default: PIECES_PER_WORKER a worker)."""
     bounds = _piece_bounds(path, pieces or workers * PIECES_PER_WORKER)
     # The pieces' files go in a folder of their own, removed when the file is read the ordinary way.
     own = tempfile.mkdtemp(prefix="pieces-", dir=folder)

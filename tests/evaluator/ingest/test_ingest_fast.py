@@ -14,7 +14,7 @@ import pytest
 
 from evaluator.core.types import CHECK_NAMES
 from evaluator.ingest import parallel as ingest_parallel
-from evaluator.ingest.loader import prepare_run, store_run_staged
+from evaluator.ingest.loader import prepare_run, store_run
 from evaluator.ingest.readers import InputError, duplicate_key
 from tests.conftest import store_rows
 
@@ -69,7 +69,7 @@ def many_records(n: int) -> list[dict[str, Any]]:
 
 def stored(tmp_path: Path, name: str, path: Path, **prepare: Any) -> dict[str, list[tuple]]:
     db = tmp_path / f"{name}.duckdb"
-    store_run_staged(db, prepare_run(path, profile="clearpath" if "hostile" in path.name else None, **prepare))
+    store_run(db, prepare_run(path, profile="clearpath" if "hostile" in path.name else None, **prepare))
     return store_rows(db)
 
 
