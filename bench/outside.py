@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from evaluator.ingest.formats.peer import ANSWER_KEYS
-from evaluator.ingest.loader import prepare_run, store_run_staged
+from evaluator.ingest.loader import prepare_run, store_run
 from evaluator.ingest.readers import InputError
 from evaluator.pipeline.recompute import recompute
 from evaluator.store.db import connect
@@ -57,7 +57,7 @@ def runs_of(folder: Path) -> list[list[Path]]:
 def measure(db: Path, paths: list[Path]) -> dict[str, Any]:
     name = PHOENIX_PAIR.sub(r"phoenix_\g<name>", paths[0].name) if len(paths) > 1 else paths[0].stem
     with prepare_run(paths[0], name=name, more_paths=paths[1:]) as prepared:
-        result = store_run_staged(db, prepared)
+        result = store_run(db, prepared)
         line: dict[str, Any] = {"format": prepared.fmt, "responses": result.n_responses,
                                 "file_stats": prepared.understood.file_passed}
     recompute(db, result.name, "t3_aware")

@@ -9,7 +9,7 @@ from typing import Any
 
 from evaluator.core.errors import UsageError
 from evaluator.core.registry import check_entries, flag_entries
-from evaluator.ingest.loader import DuplicateRunError, PreparedRun, prepare_run, store_run_staged
+from evaluator.ingest.loader import DuplicateRunError, PreparedRun, prepare_run, store_run
 from evaluator.ingest.readers import ALL_FORMATS
 from evaluator.pipeline.judges.base import preview
 from evaluator.store.staging import staging_folder
@@ -55,9 +55,8 @@ def run(args: argparse.Namespace) -> int:
                                spill_to=spill_to, provider=args.provider, answer_path=args.answer_path,
                                more_paths=more)
         with prepared:
-            try:  # built in a staging file; the store is held only to copy it in
-                result = store_run_staged(args.db, prepared, replace=args.replace,
-                                          drop_overrides=args.drop_overrides)
+            try:  # read and validated first: the store is held only for the run's one transaction
+                result = store_run(args.db, prepared, replace=args.replace, drop_overrides=args.drop_overrides)
             except DuplicateRunError as exc:
                 raise UsageError(f"{path}: {exc}") from None
             sys.stderr.write("".join(f"  {line}\n" for line in summary_lines(prepared, prepared.summary())))

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import duckdb
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -24,58 +21,43 @@ from evaluator.ingest.columns import (
     LABEL_SCHEMA,
     Columns,
 )
-from evaluator.ingest.fast import OPTIONAL_STRINGS, Known, add_plain_record
 from evaluator.ingest.formats import PeerRun
 from evaluator.ingest.formats.column_map import apply_map, parse_map
 from evaluator.ingest.formats.detect import csv_header, file_format, json_format
 from evaluator.ingest.formats.dispatch import read_peer
 from evaluator.ingest.formats.grades import RECORDED_OVERALL, is_grade_name
 from evaluator.ingest.formats.inspect_log import is_eval_zip, looks_zipped, read_eval_zip
-from evaluator.ingest.formats.peer import context_id
 from evaluator.ingest.formats.phoenix import read as read_phoenix
 from evaluator.ingest.formats.ragas import read as read_ragas
-from evaluator.ingest.parallel import read_plain_jsonl
+from evaluator.ingest.parallel import read_in_pieces
 from evaluator.ingest.readers import (
     PEER_FORMATS,
     InputError,
-    Record,
     json_list_records,
     read_json_document,
     read_records,
     require_regular_file,
-    type_name,
 )
+from evaluator.ingest.validate import KNOWN_FIELDS, collect, dumps
 from evaluator.pipeline import search_index
 from evaluator.rules.load import load_rules
 from evaluator.store.db import atomic, connect, drop_quietly, fetch_one, fetch_value, memory_limited, next_id
 from evaluator.store.results import write_evaluation_counts, write_response_results
 from evaluator.store.spill import spill_folder
-from evaluator.store.staging import OwnedFolder, Stage, attached_in_transaction, copy_back, staging_area
+from evaluator.store.staging import OwnedFolder
 
-TEMPLATES = ("T1", "T2", "T3")
-VERDICTS = ("PASS", "FAIL", "N/A")
-# One shared str per verdict: millions of recorded verdicts then cost a pointer each.
-CANONICAL_VERDICTS = {verdict: verdict for verdict in VERDICTS}
 # Peers' formats whose files are one JSON document (the others: Ragas CSV, Phoenix JSONL, Inspect's .eval zip)
 JSON_PEER_FORMATS = ("inspectorraget", "promptfoo", "inspect", "deepeval")
 # Profiles come from the rules (evaluator.rules.load); these are the defaults ingest picks from.
 TEMPLATED_PROFILE = "ramayana"  # a run whose responses follow templates T1-T3
 GENERIC_PROFILE = "rag"  # any other run, when the rules define it ...
 FALLBACK_PROFILE = "clearpath"  # ... else this one, as before there was a generic profile
-KNOWN_FIELDS = {
-    "question_id", "question", "provider", "model_provider", "answer", "model", "expected_template",
-    "expected_routing", "template", "classification", "retrieved", "gold_answers", "answerable",
-    "recorded_checks", "comment", "outcome", "expected_ids",
-}
 RECORDED_REASON = "recorded by the source evaluator"
 
-
-
-# DuckDB's memory, each of the store and the staging file, while a run is stored: beyond it, DuckDB
-# drops cached blocks it has written (measured at 1M responses on 2 threads: the ingest process
-# peaked at 3.3 GB without a limit, 1.77 GB with 500 MB; issue 16 asks for 2 GB). Each DuckDB thread
-# needs its own share (a review measured 1M responses failing at 500 MB from 32 threads on), so
-# the limit grows with the threads.
+# DuckDB's memory while a run is stored: beyond it, DuckDB drops cached blocks it has written
+# (measured at 1M responses on 2 threads: the ingest process peaked at 3.3 GB without a limit,
+# 1.77 GB with 500 MB; issue 16 asks for 2 GB). Each DuckDB thread needs its own share (a review
+# measured 1M responses failing at 500 MB from 32 threads on), so the limit grows with the threads.
 DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD = 500, 64
 
 
@@ -181,8 +163,8 @@ def prepare_run(
     """Read and validate a run file without touching any store. `fmt`: one of readers.ALL_FORMATS
     (default: told from the content, evaluator.ingest.formats.detect); `column_map`: "field=column,..."
     (JSONL, CSV, Parquet, JSON lists); `rules`: the rules file whose profiles are allowed (default:
-    the shipped rules); `fast=False`: every record through the full validation (the reference the
-    quick pass of evaluator.ingest.fast is tested against); `spill_to`: the folder where the
+    the shipped rules); `fast=False`: read in this process only, never by worker processes (the
+    reference evaluator.ingest.parallel is tested against); `spill_to`: the folder where the
     batches of the run are kept until it is stored (evaluator.store.spill; default: the system's
     temporary folder; staging.staging_folder(db) keeps them on the store's disk); `provider`: the
     provider of a file that names none (default: the run's name); `answer_path`: the field of a
@@ -261,16 +243,16 @@ def _prepare(path: Path, fmt: str, profile: str | None, profiles: tuple[str, ...
         records = read_records(path, "csv" if fmt == "ragas" else fmt, digest, long_csv=mapping is not None)
     if mapping is not None:
         records = apply_map(path, records, mapping, default_provider=options.provider)
-    # A large plain JSONL file is read by worker processes; anything else, or anything they do not
-    # take (then the messages come from here), is read in this process.
+    # A large JSONL file is read by worker processes, a piece each, with the same reader and
+    # validation; any other file, or one with a problem anywhere (its message comes from here), is
+    # read in this process.
     parallel = None
     if fast and fmt == "jsonl" and mapping is None:
-        parallel = read_plain_jsonl(path, folder.name, known_to_ingest(),
-                                    new_bar=lambda: _progress_bar(progress, path))
+        parallel = read_in_pieces(path, folder.name, new_bar=lambda: _progress_bar(progress, path))
     if parallel is not None:
         columns, content_hash = parallel
     else:
-        columns = _collect(path, records, folder.name, progress=progress, peer=peer, fast=fast)
+        columns = _collect(path, records, folder.name, progress=progress, peer=peer)
         content_hash = None
     columns.per_record_retrieval = peer is not None  # a peer's record without retrieval: unknown
     if profile is None:
@@ -296,10 +278,16 @@ def _profile_names(path: Path, rules: str | Path | None) -> tuple[str, ...]:
 
 
 def store_run(
-    con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
+    db: str | os.PathLike[str] | None, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
 ) -> IngestResult:
-    """Store a prepared run in one transaction. Raises DuplicateRunError; writes nothing then."""
-    with atomic(con):
+    """Store a prepared run in the store `db`, opened for its one transaction only (the file was read
+    and validated before). Raises DuplicateRunError; writes nothing then."""
+    with connect(db) as con:
+        return _store(con, run, replace=replace, drop_overrides=drop_overrides)
+
+
+def _store(con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool, drop_overrides: bool) -> IngestResult:
+    with memory_limited(con, _memory_limit(con)), atomic(con):
         replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
         run_id = next_id(con, "run_ids")
         con.execute(INSERT_RUN_SQL, _run_row(run_id, run))
@@ -309,36 +297,6 @@ def store_run(
             _move_typed_annotations(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
             delete_run(con, replaced_run_id)
     return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
-
-
-STAGED_RUN_ID = 0  # the run's id in the staging file; the store's sequence gives the real one
-
-
-def store_run_staged(
-    db: str | os.PathLike[str] | None, run: PreparedRun, *, replace: bool = False, drop_overrides: bool = False
-) -> IngestResult:
-    """Store a prepared run as store_run does, holding the store only for the writing: what is
-    derived from the run (questions' JSON columns, recorded verdicts, their outcomes and counts)
-    is built in a staging file (evaluator.store.staging) from the responses without their answers,
-    and copied in with the store's ids in one transaction, where the responses and their
-    retrieved items are written straight from the prepared batches. (Staging them too cost as
-    much again as writing them: DuckDB compresses the answers each time.) The staging file is
-    built on a thread of its own while the answers are written, which takes longer."""
-    with staging_area(db) as stage, ThreadPoolExecutor(max_workers=1, thread_name_prefix="staging") as thread:
-        staging = thread.submit(_stage_derived, stage, run)
-        with (connect(db) as con, memory_limited(con, _memory_limit(con)), contextlib.ExitStack() as staged_file,
-              atomic(con)):
-            replaced_run_id = _check_not_duplicate(con, run.name, run.content_hash, replace)
-            ids = {"run": next_id(con, "run_ids"), "offset": _first_response_id(con) - 1}
-            _load_responses(con, ids["run"], ids["offset"] + 1, run.columns)
-            staged_evaluations = staging.result()
-            alias = staged_file.enter_context(attached_in_transaction(con, stage))
-            _copy_staged(con, alias, ids, staged_evaluations)
-            if replaced_run_id is not None:
-                _move_overrides(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
-                _move_typed_annotations(con, replaced_run_id, ids["run"], drop_overrides=drop_overrides)
-                delete_run(con, replaced_run_id)
-    return IngestResult(ids["run"], run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
 
 INSERT_RUN_SQL = """INSERT INTO runs VALUES ($run, $name, $path, $format, $content_hash, $profile, now(),
@@ -355,41 +313,6 @@ def _memory_limit(con: duckdb.DuckDBPyConnection) -> str:
     return f"{max(DUCKDB_MEMORY_MB, DUCKDB_MEMORY_MB_PER_THREAD * threads)}MB"
 
 
-def _stage_derived(stage: Stage, run: PreparedRun) -> list[int]:
-    """Build what is derived from the run in the staging file; its evaluations' ids there."""
-    scon = stage.connect()
-    try:
-        with memory_limited(scon, _memory_limit(scon)), atomic(scon):
-            scon.execute(INSERT_RUN_SQL, _run_row(STAGED_RUN_ID, run))
-            _load(scon, STAGED_RUN_ID, run.columns, answers=False)  # an empty file: response ids from 1
-        return [int(row[0]) for row in scon.execute(
-            "SELECT evaluation_id FROM evaluations ORDER BY evaluation_id").fetchall()]
-    finally:
-        scon.close()
-
-
-def _copy_staged(con: duckdb.DuckDBPyConnection, alias: str, ids: dict[str, int], staged_evaluations: list[int]
-                 ) -> None:
-    """The staged tables into the store, with the store's ids (inside the caller's transaction)."""
-    moved_response = "response_id + $offset"
-    copy_back(con, alias, "runs", params=ids, replace={"run_id": "$run"})
-    copy_back(con, alias, "questions", params=ids, replace={"run_id": "$run"})
-    copy_back(con, alias, "labels", params=ids, replace={"run_id": "$run"})
-    copy_back(con, alias, "annotations", params=ids, replace={
-        "annotation_id": "nextval('annotation_ids')", "response_id": moved_response})
-    con.execute(f"""INSERT INTO chunks SELECT n.* FROM {alias}.chunks n
-                    WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.chunk_key = n.chunk_key)""")
-    for staged in staged_evaluations:
-        where = {**ids, "staged": staged, "evaluation": next_id(con, "evaluation_ids")}
-        copy_back(con, alias, "evaluations", "evaluation_id = $staged", where,
-                  replace={"evaluation_id": "$evaluation", "run_id": "$run"})
-        for table in ("check_results", "response_results"):
-            copy_back(con, alias, table, "evaluation_id = $staged", where,
-                      replace={"evaluation_id": "$evaluation", "response_id": moved_response})
-        copy_back(con, alias, "evaluation_counts", "evaluation_id = $staged", where,
-                  replace={"evaluation_id": "$evaluation"})
-
-
 def ingest_file(
     con: duckdb.DuckDBPyConnection,
     path: str | Path,
@@ -403,7 +326,7 @@ def ingest_file(
 ) -> IngestResult:
     """Read, validate and store one run file. Raises InputError / DuplicateRunError; writes nothing then."""
     with prepare_run(path, name=name, fmt=fmt, profile=profile, progress=progress) as run:
-        return store_run(con, run, replace=replace, drop_overrides=drop_overrides)
+        return _store(con, run, replace=replace, drop_overrides=drop_overrides)
 
 
 def _check_not_duplicate(
@@ -506,41 +429,21 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
         con.execute(f"DELETE FROM {table} WHERE run_id = $run", run)
 
 
-def _collect(path: Path, records: Any, folder: str, *, progress: bool, peer: PeerRun | None = None,
-             fast: bool = True) -> Columns:
-    """`fast`: plain records take ingest_fast's quick pass (False: every record the full validation);
-    `folder`: where the batches are kept."""
+def _collect(path: Path, records: Any, folder: str, *, progress: bool, peer: PeerRun | None = None) -> Columns:
+    """The records validated into the run's columns, whose batches are kept in `folder`."""
     cols = Columns(folder)
-    annotations = peer.annotations if peer is not None else {}
     if peer is not None:
         cols.labels = list(peer.labels)
-    seen: dict[tuple[str, str], int] = {}
-    questions_seen: dict[str, int] = {}
-    chunk_keys: dict[tuple[str, str], str] = {}
     bar = _progress_bar(progress, path)
-    where = str(path)
-    known = known_to_ingest()
-    for row, (line_no, record) in enumerate(records):
-        if bar is not None and row % 5000 == 0:
-            bar.update(5000 if row else 0)
-        if not (fast and add_plain_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys,
-                                          known)):
-            _add_record(where, line_no, row, record, cols, seen, questions_seen, chunk_keys)
-        if annotations and line_no in annotations:
-            _add_annotations(row, annotations[line_no], cols)
-        if (row + 1) % BATCH_ROWS == 0:
-            cols.flush()
-    cols.close()
-    if bar is not None:
-        bar.close()
+    try:
+        collect(str(path), records, cols, annotations=peer.annotations if peer is not None else None, bar=bar,
+                batch_rows=BATCH_ROWS)
+    finally:
+        if bar is not None:
+            bar.close()
     if not cols.n_responses:
-        raise InputError(where, None, None, "the file is empty: no responses to ingest")
+        raise InputError(str(path), None, None, "the file is empty: no responses to ingest")
     return cols
-
-
-def known_to_ingest() -> Known:
-    """What ingest_fast's quick pass checks records against."""
-    return Known(frozenset(KNOWN_FIELDS), frozenset(CHECK_NAMES), _add_question)
 
 
 def _progress_bar(progress: bool, path: Path) -> Any:
@@ -551,285 +454,31 @@ def _progress_bar(progress: bool, path: Path) -> Any:
     return tqdm(desc=f"reading {path.name}", unit=" responses", unit_scale=True, mininterval=0.5)
 
 
-def _add_record(
-    where: str, line_no: int, row: int, record: Record, cols: Columns,
-    seen: dict[tuple[str, str], int], questions_seen: dict[str, int], chunk_keys: dict[tuple[str, str], str],
-) -> None:
-    if "provider" not in record and "model_provider" in record:
-        record["provider"] = record.pop("model_provider")
-    question_id = _required_string(where, line_no, record, "question_id")
-    question = _required_string(where, line_no, record, "question")
-    provider = _required_string(where, line_no, record, "provider")
-    if "answer" not in record or record["answer"] is None:
-        raise InputError(where, line_no, "answer", "missing required field (use \"\" for an empty answer)")
-    answer = record["answer"]
-    if not isinstance(answer, str):
-        raise InputError(where, line_no, "answer", f"expected a string, got {type_name(answer)}")
-    for key, value in (("question_id", question_id), ("provider", provider)):
-        if not value:
-            raise InputError(where, line_no, key, "must not be empty")
-    pair = (question_id, provider)
-    if pair in seen:
-        raise InputError(
-            where, line_no, "question_id",
-            f"duplicate (question_id, provider) = ({question_id!r}, {provider!r}); first seen on line {seen[pair]}",
-        )
-    seen[pair] = line_no
-    template = _template(where, line_no, record, "template")
-    expected_template = _template(where, line_no, record, "expected_template")
-    optional = {key: _optional_string(where, line_no, record, key) for key in OPTIONAL_STRINGS}
-    answerable = _optional_bool(where, line_no, record, "answerable")
-    gold = _gold_answers(where, line_no, record.get("gold_answers"))
-    expected_ids = _string_list(where, line_no, record.get("expected_ids"), "expected_ids")
-    extra = {k: v for k, v in record.items() if k not in KNOWN_FIELDS}
-    cols.add_response(row, line_no, question_id, provider, answer, template, answerable,
-                      _metadata(where, line_no, extra) if extra else None, optional,
-                      retrieval_given=record.get("retrieved") is not None)
-    _add_question(where, line_no, cols, questions_seen, question_id, {
-        "question": question,
-        "expected_template": expected_template,
-        "expected_routing": optional["expected_routing"],
-        "gold_answers": _dumps(gold) if gold is not None else None,
-        "expected_ids": _dumps(expected_ids) if expected_ids is not None else None,
-    })
-    _add_retrieved(where, line_no, row, record.get("retrieved"), cols, chunk_keys)
-    _add_recorded(where, line_no, row, record.get("recorded_checks"), cols)
-
-
-def _add_question(
-    where: str, line_no: int, cols: Columns, questions_seen: dict[str, int], question_id: str, values: dict[str, Any]
-) -> None:
-    """Golden-question fields are per question: later lines fill gaps; a contradiction is an error."""
-    questions = cols.questions
-    index = questions_seen.get(question_id)
-    if index is None:
-        questions_seen[question_id] = len(questions["question_id"])
-        questions["question_id"].append(question_id)
-        for key, value in values.items():
-            questions[key].append(value)
-        return
-    for key in ("expected_template", "expected_routing", "gold_answers", "expected_ids"):
-        value, stored = values[key], questions[key][index]
-        if value is None:
-            continue
-        if stored is None:
-            questions[key][index] = value
-        elif stored != value:
-            raise InputError(
-                where, line_no, key,
-                f"question {question_id!r} has {value!r} here but {stored!r} on an earlier line; "
-                "a golden question's fields must agree across providers",
-            )
-
-
-def _dumps(value: Any) -> str:
-    # default=str: metadata may hold values JSON has no type for (Parquet decimals, bytes, dates).
-    return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
-
-
-def _metadata(where: str, line_no: int, extra: Record) -> str:
-    """Unknown fields as JSON text. orjson writes at most 254 levels of nesting; a deeper value
-    (the reader takes 1024) is an InputError naming its field, not a traceback."""
-    try:
-        return _dumps(extra)
-    except orjson.JSONEncodeError as exc:
-        field_name = next((str(key) for key, value in extra.items() if not _dumpable(value)), None)
-        raise InputError(where, line_no, field_name, f"cannot be kept as metadata ({exc})") from None
-
-
-def _dumpable(value: Any) -> bool:
-    try:
-        _dumps(value)
-    except orjson.JSONEncodeError:
-        return False
-    return True
-
-
-def _required_string(where: str, line_no: int, record: Record, key: str) -> str:
-    value = record.get(key)
-    if value is None:
-        raise InputError(where, line_no, key, "missing required field")
-    if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InputError(where, line_no, key, f"expected a string, got {type_name(value)}")
-    return str(value).strip()  # " q1" and "q1" are the same question
-
-
-def _optional_string(where: str, line_no: int, record: Record, key: str) -> str | None:
-    value = record.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise InputError(where, line_no, key, f"expected a string, got {type_name(value)}")
-
-
-def _template(where: str, line_no: int, record: Record, key: str) -> str | None:
-    value = record.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InputError(where, line_no, key, f"expected one of T1, T2, T3, got {type_name(value)}")
-    cleaned = value.strip().upper()
-    if cleaned not in TEMPLATES:
-        raise InputError(where, line_no, key, f"unknown template {value!r}; expected one of T1, T2, T3")
-    return cleaned
-
-
-def _optional_bool(where: str, line_no: int, record: Record, key: str) -> bool | None:
-    value = record.get(key)
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, str):  # CSV cells
-        lowered = value.strip().lower()
-        if lowered in ("true", "yes", "1"):
-            return True
-        if lowered in ("false", "no", "0"):
-            return False
-        if lowered == "":
-            return None
-    raise InputError(where, line_no, key, f"expected true or false, got {value!r}")
-
-
-def _string_list(where: str, line_no: int, value: Any, key: str) -> list[str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(where, line_no, key, "expected a list of strings")
-    return value
-
-
-def _gold_answers(where: str, line_no: int, value: Any) -> list[dict[str, Any]] | None:
-    """Each claim: a string, a list of alias strings, or {"aliases": [...], "supported": bool}."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise InputError(where, line_no, "gold_answers", f"expected a list, got {type_name(value)}")
-    claims: list[dict[str, Any]] = []
-    for index, claim in enumerate(value):
-        field_name = f"gold_answers[{index}]"
-        if isinstance(claim, str):
-            claims.append({"aliases": [claim], "supported": None})
-        elif isinstance(claim, list) and all(isinstance(a, str) for a in claim):
-            claims.append({"aliases": claim, "supported": None})
-        elif isinstance(claim, dict):
-            aliases = claim.get("aliases")
-            supported = claim.get("supported")
-            if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-                raise InputError(where, line_no, f"{field_name}.aliases", "expected a list of strings")
-            if supported is not None and not isinstance(supported, bool):
-                raise InputError(
-                    where, line_no, f"{field_name}.supported", f"expected true or false, got {supported!r}"
-                )
-            claims.append({"aliases": aliases, "supported": supported})
-        else:
-            raise InputError(
-                where, line_no, field_name,
-                'expected a string, a list of aliases or {"aliases": [...], "supported": bool}',
-            )
-    return claims
-
-
-def _add_retrieved(
-    where: str, line_no: int, row: int, value: Any, cols: Columns, chunk_keys: dict[tuple[str, str], str]
-) -> None:
-    if value is None:
-        return
-    if not isinstance(value, list):
-        raise InputError(where, line_no, "retrieved", f"expected a list of {{id, text, score}}, got {type_name(value)}")
-    cols.records_retrieval = True
-    retrieved = cols.retrieved
-    for rank, item in enumerate(value):
-        field_name = f"retrieved[{rank}]"
-        if type(item) is not dict and isinstance(item, str):  # a text without id or score (Ragas' contexts)
-            item = {"id": context_id(item), "text": item, "score": None}
-        if not isinstance(item, dict):
-            raise InputError(
-                where, line_no, field_name, f"expected an object {{id, text, score}}, got {type_name(item)}"
-            )
-        chunk_id, text, score = item.get("id"), item.get("text"), item.get("score")
-        if chunk_id is None or isinstance(chunk_id, bool) or not isinstance(chunk_id, str | int):
-            raise InputError(where, line_no, f"{field_name}.id", "missing or not a string")
-        if text is None:
-            text = ""
-        if not isinstance(text, str):
-            raise InputError(where, line_no, f"{field_name}.text", f"expected a string, got {type_name(text)}")
-        if score is not None and (isinstance(score, bool) or not isinstance(score, int | float)):
-            raise InputError(where, line_no, f"{field_name}.score", f"expected a number, got {type_name(score)}")
-        key_parts = (str(chunk_id), text)
-        chunk_key = chunk_keys.get(key_parts)
-        if chunk_key is None:
-            chunk_key = hashlib.md5(f"{key_parts[0]}\x00{text}".encode(), usedforsecurity=False).hexdigest()
-            chunk_keys[key_parts] = chunk_key
-            cols.chunks["chunk_key"].append(chunk_key)
-            cols.chunks["chunk_id"].append(key_parts[0])
-            cols.chunks["text"].append(text)
-        retrieved["row"].append(row)
-        retrieved["rank"].append(rank + 1)
-        retrieved["chunk_key"].append(chunk_key)
-        retrieved["score"].append(None if score is None else float(score))
-
-
-def _add_recorded(where: str, line_no: int, row: int, value: Any, cols: Columns) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise InputError(
-            where, line_no, "recorded_checks", f"expected an object check -> verdict, got {type_name(value)}"
-        )
-    for check_name, verdict in value.items():
-        if verdict is None:  # a Parquet struct holds every check; None means "not recorded here"
-            continue
-        if check_name not in CHECK_NAMES and check_name != RECORDED_OVERALL and not is_grade_name(check_name):
-            raise InputError(
-                where, line_no, f"recorded_checks.{check_name}",
-                f"unknown check; expected one of {', '.join(CHECK_NAMES)}, '{RECORDED_OVERALL}', "
-                "or a tool's own grade named TOOL:NAME",
-            )
-        cleaned = CANONICAL_VERDICTS.get(verdict) if isinstance(verdict, str) else None
-        if cleaned is None and isinstance(verdict, str):  # " pass", "na": tolerated spellings
-            upper = verdict.strip().upper()
-            cleaned = CANONICAL_VERDICTS.get("N/A" if upper in ("NA", "N\\A") else upper)
-        if cleaned is None or (check_name == RECORDED_OVERALL and cleaned == "N/A"):
-            expected = "PASS or FAIL" if check_name == RECORDED_OVERALL else "PASS, FAIL or N/A"
-            raise InputError(
-                where, line_no, f"recorded_checks.{check_name}",
-                f"unknown verdict {verdict!r}; expected {expected}",
-            )
-        cols.recorded["row"].append(row)
-        cols.recorded["check_name"].append(str(check_name))
-        cols.recorded["verdict"].append(cleaned)
-
-
-def _add_annotations(row: int, annotations: list[Any], cols: Columns) -> None:
-    buffer = cols.annotations
-    for annotation in annotations:
-        buffer["row"].append(row)
-        buffer["annotator"].append(annotation.annotator)
-        buffer["label"].append(annotation.label)
-        buffer["value"].append(annotation.value)
-        buffer["value_num"].append(annotation.value_num)
-        buffer["reason"].append(annotation.reason)
-        buffer["created_us"].append(None if annotation.created_at is None else round(annotation.created_at * 1e6))
-
-
 def _first_response_id(con: duckdb.DuckDBPyConnection) -> int:
     """Ids are never reused: a deleted run's id must not be taken by an unrelated new response."""
     return int(fetch_value(con, "SELECT greatest((SELECT coalesce(max(response_id), 0) FROM responses), "
                                 "(SELECT coalesce(max(response_id), 0) FROM overrides)) + 1"))
 
 
-def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers: bool = True) -> None:
-    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT. `answers=False`:
-    the responses without their answers and metadata, and no retrieved items (a staging file
-    derives the rest from them; store_run_staged writes those straight into the store)."""
+def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns) -> None:
+    """Append the buffered columns set-wise (Arrow -> DuckDB), no per-row INSERT."""
     base = _first_response_id(con)
-    new_questions = pa.table(cols.questions)
-    new_chunks = pa.table(cols.chunks, schema=CHUNK_SCHEMA)
-    con.register("new_questions", new_questions)
-    con.register("new_chunks", new_chunks)
+    con.register("new_questions", pa.table(cols.questions))
+    con.register("new_chunks", pa.table(cols.chunks, schema=CHUNK_SCHEMA))
+    # Streams: DuckDB reads the batches from their files one at a time.
+    con.register("new_responses", cols.response_batches.reader())
+    con.register("new_retrieved", cols.retrieved_batches.reader())
     try:
-        if answers:
-            _load_responses(con, run_id, base, cols)
-        else:
-            _load_narrow_responses(con, run_id, base, cols)
+        con.execute(
+            """INSERT INTO responses
+               SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
+                      classification, answerable, comment, outcome, metadata::JSON, source_line,
+                      retrieval_given OR $recorded
+               FROM new_responses""",
+            {"base": base, "run": run_id, "recorded": cols.records_retrieval and not cols.per_record_retrieval},
+        )
+        con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
+                    {"base": base})
         con.execute(
             """INSERT INTO questions
                SELECT $run, question_id, question, expected_template, expected_routing,
@@ -848,43 +497,7 @@ def _load(con: duckdb.DuckDBPyConnection, run_id: int, cols: Columns, *, answers
         if cols.labels or cols.annotations["row"]:
             _load_annotations(con, run_id, base, cols)
     finally:
-        drop_quietly(con, views=("new_questions", "new_chunks"))
-
-
-def _load_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
-    """The responses (ids from `base` on) and their retrieved items."""
-    # Streams: DuckDB reads the batches from their files one at a time.
-    con.register("new_responses", cols.response_batches.reader())
-    con.register("new_retrieved", cols.retrieved_batches.reader())
-    try:
-        con.execute(
-            """INSERT INTO responses
-               SELECT $base + "row", $run, question_id, provider, model, answer, answer_hash, template,
-                      classification, answerable, comment, outcome, metadata::JSON, source_line,
-                      retrieval_given OR $recorded
-               FROM new_responses""",
-            {"base": base, "run": run_id, "recorded": cols.records_retrieval and not cols.per_record_retrieval},
-        )
-        con.execute('INSERT INTO retrieved SELECT $base + "row", rank, chunk_key, score FROM new_retrieved',
-                    {"base": base})
-    finally:
-        drop_quietly(con, views=("new_responses", "new_retrieved"))
-
-
-def _load_narrow_responses(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
-    """The responses with empty answers and no metadata: what a run's evaluations are derived from."""
-    narrow = cols.response_batches.table(["row", "question_id", "provider", "template", "source_line"])
-    con.register("new_responses", narrow)
-    try:
-        con.execute(
-            """INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash, template,
-                                      source_line)
-               SELECT $base + "row", $run, question_id, provider, '', '', template, source_line
-               FROM new_responses""",
-            {"base": base, "run": run_id},
-        )
-    finally:
-        drop_quietly(con, views=("new_responses",))
+        drop_quietly(con, views=("new_questions", "new_chunks", "new_responses", "new_retrieved"))
 
 
 def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recorded: pa.Table) -> None:
@@ -940,7 +553,7 @@ def _load_annotations(con: duckdb.DuckDBPyConnection, run_id: int, base: int, co
     """The file's labels and its annotators' ratings, set-wise like the responses."""
     labels = pa.table({
         "label": [label.label for label in cols.labels], "scale": [label.scale for label in cols.labels],
-        "scale_values": [None if label.values is None else _dumps(list(label.values)) for label in cols.labels],
+        "scale_values": [None if label.values is None else dumps(list(label.values)) for label in cols.labels],
         "description": [label.description for label in cols.labels]}, schema=LABEL_SCHEMA)
     con.register("new_labels", labels)
     con.register("new_annotations", pa.table(cols.annotations, schema=ANNOTATION_SCHEMA))

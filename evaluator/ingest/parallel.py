@@ -1,14 +1,15 @@
 """A large JSONL run read by worker processes, one piece of the file each (issue 16).
 
 Parsing and checking records is Python work, one core's worth; a large file is cut at line
-ends into pieces that worker processes read at once, each through ingest_fast's quick pass.
-The pieces are joined in file order: rows and line numbers moved past the pieces before,
-retrieved texts stored once, a question's golden fields merged as one reader would have.
+ends into pieces that worker processes read at once, each with the same reader and validation
+as the ordinary way (readers.read_jsonl, validate.collect). The pieces are joined in file order:
+rows and line numbers moved past the pieces before, retrieved texts stored once, a question's
+golden fields merged as one reader would have.
 
-Only plain files are read this way. The first record a worker does not take (bad JSON, a key
-named twice, a shape ingest_fast leaves to the full validation), a (question_id, provider)
-pair or a golden field that disagrees across pieces, or an empty file, and `read_plain_jsonl`
-returns None: the caller reads the file the ordinary way, whose messages name the problem.
+At the first problem in a piece (bad JSON, a key named twice, a field that is wrong), a
+(question_id, provider) pair or a golden field that disagrees across pieces, or an empty file,
+`read_in_pieces` returns None: the caller reads the file the ordinary way, whose message names
+the first problem in the file.
 """
 
 from __future__ import annotations
@@ -21,19 +22,18 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pyarrow as pa
 
 from evaluator.core.workers import die_with_parent, stop_workers, worker_pool
-from evaluator.ingest.columns import BATCH_ROWS, Columns
-from evaluator.ingest.fast import Known, add_plain_record
-from evaluator.ingest.readers import BLOCK_SIZE, BOM, InputError, duplicate_key
+from evaluator.ingest.columns import Columns
+from evaluator.ingest.readers import InputError, Record, hash_file, read_jsonl
+from evaluator.ingest.validate import QUESTION_FIELDS, add_question, collect
 from evaluator.store.spill import SpilledBatches, moved
 
 PARALLEL_FROM_BYTES = 64 << 20  # below this, starting workers costs more than it saves
@@ -42,7 +42,6 @@ PARALLEL_FROM_BYTES = 64 << 20  # below this, starting workers costs more than i
 PIECES_PER_WORKER = 4
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt() parameters
 KEEP_BYTES = 1 << 30
-QUESTION_FIELDS = ("expected_template", "expected_routing", "gold_answers", "expected_ids")
 
 
 @dataclass
@@ -64,19 +63,19 @@ class Piece:
 class Joined:
     """The pieces so far, in file order."""
 
-    columns: Any  # ingest.Columns
+    columns: Columns
     rows: int = 0
     lines: int = 0
     chunk_keys: set[str] = field(default_factory=set)
     questions: dict[str, int] = field(default_factory=dict)  # question id -> its index in columns.questions
 
 
-def read_plain_jsonl(path: Path, folder: str, known: Known, *, workers: int | None = None,
-                     new_bar: Callable[[], Any] | None = None) -> tuple[Any, str] | None:
-    """(ingest.Columns, sha256 of the file) of a plain JSONL file of PARALLEL_FROM_BYTES or more
-    read by worker processes, or None: the file is smaller, or not plain (see the module).
-    `folder`: where the columns' batches are kept; `known`: what the quick pass checks records
-    against; `new_bar`: makes the progress bar (tqdm, or None) told the responses read, a piece at a time."""
+def read_in_pieces(path: Path, folder: str, *, workers: int | None = None,
+                     new_bar: Callable[[], Any] | None = None) -> tuple[Columns, str] | None:
+    """(the run's Columns, sha256 of the file) of a JSONL file of PARALLEL_FROM_BYTES or more read
+    by worker processes, or None: the file is smaller, or a problem is left to the ordinary reading
+    (see the module). `folder`: where the columns' batches are kept; `new_bar`: makes the progress
+    bar (tqdm, or None) told the responses read, a piece at a time."""
     try:
         size = path.stat().st_size
     except OSError:  # the ordinary reader names the problem
@@ -86,7 +85,7 @@ def read_plain_jsonl(path: Path, folder: str, known: Known, *, workers: int | No
         return None
     bar = new_bar() if new_bar is not None else None
     try:
-        return read_pieces(path, workers, known, folder=folder, bar=bar)
+        return read_pieces(path, workers, folder=folder, bar=bar)
     except (OSError, BrokenProcessPool):  # a worker could not read or was killed: read it here
         return None
     finally:
@@ -94,9 +93,9 @@ def read_plain_jsonl(path: Path, folder: str, known: Known, *, workers: int | No
             bar.close()
 
 
-def read_pieces(path: Path, workers: int, known: Known, pieces: int | None = None, *,
-                folder: str | os.PathLike[str], bar: Any = None) -> tuple[Any, str] | None:
-    """read_plain_jsonl for any file size, in `pieces` pieces (default: PIECES_PER_WORKER a worker)."""
+def read_pieces(path: Path, workers: int, pieces: int | None = None, *,
+                folder: str | os.PathLike[str], bar: Any = None) -> tuple[Columns, str] | None:
+    """read_in_pieces for any file size, in `pieces` pieces (default: PIECES_PER_WORKER a worker)."""
     bounds = _piece_bounds(path, pieces or workers * PIECES_PER_WORKER)
     # The pieces' files go in a folder of their own, removed when the file is read the ordinary way.
     own = tempfile.mkdtemp(prefix="pieces-", dir=folder)
@@ -105,8 +104,9 @@ def read_pieces(path: Path, workers: int, known: Known, pieces: int | None = Non
     read = None
     try:
         with worker_pool(workers, _init_worker, (os.getpid(),)) as pool:
-            futures = [pool.submit(read_piece, str(path), start, end, own, known) for start, end in bounds]
-            digest = _file_digest(path)  # while the workers read
+            futures = [pool.submit(read_piece, str(path), start, end, own) for start, end in bounds]
+            digest = hashlib.sha256()
+            hash_file(path, digest)  # while the workers read
             for future in futures:
                 piece = future.result()
                 if piece is None or not _join(joined, piece):
@@ -116,7 +116,7 @@ def read_pieces(path: Path, workers: int, known: Known, pieces: int | None = Non
                     bar.update(piece.n_responses)
         columns = joined.columns
         if columns.n_responses and not _pairs_repeat(columns.response_batches):
-            read = columns, digest
+            read = columns, digest.hexdigest()
         return read
     finally:
         if read is None:
@@ -164,61 +164,21 @@ def _piece_bounds(path: Path, pieces: int) -> list[tuple[int, int]]:
     return list(itertools.pairwise(cuts))
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(BLOCK_SIZE):
-            digest.update(block)
-    return digest.hexdigest()
+def read_piece(path: str, start: int, end: int, folder: str) -> Piece | None:
+    """The records of bytes [start, end) of a JSONL file, their batches in files in `folder`, or
+    None at the first problem (worker side)."""
+    lines = 0
 
+    def records() -> Iterator[tuple[int, Record]]:
+        nonlocal lines
+        lines = yield from read_jsonl(Path(path), None, start, end)
 
-def read_piece(path: str, start: int, end: int, folder: str, known: Known) -> Piece | None:
-    """The records of bytes [start, end) of a JSONL file through the quick pass, their batches in
-    files in `folder`, or None at the first record it does not take (worker side)."""
-    cols = Columns(folder)
-    seen: dict[tuple[str, str], int] = {}
-    questions_seen: dict[str, int] = {}
-    chunk_keys: dict[tuple[str, str], str] = {}
-    row = line_no = 0
-    for line_no, line in _piece_lines(path, start, end):
-        if line_no == 1 and start == 0 and line.startswith(BOM):
-            line = line[len(BOM):]
-        if not line or line.isspace():
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return None
-        if type(record) is not dict or duplicate_key(line, record) is not None:
-            return None
-        try:
-            if not add_plain_record(path, line_no, row, record, cols, seen, questions_seen, chunk_keys, known):
-                return None
-        except InputError:  # a golden field that disagrees: the full validation says so
-            return None
-        row += 1
-        if row % BATCH_ROWS == 0:
-            cols.flush()
-    cols.close()
+    try:
+        cols = collect(path, records(), Columns(folder))
+    except InputError:  # the ordinary reading names it
+        return None
     return Piece(cols.response_batches, cols.retrieved_batches, cols.recorded_batches, cols.questions, cols.chunks,
-                 cols.n_responses, line_no, cols.any_template, cols.records_retrieval)
-
-
-def _piece_lines(path: str, start: int, end: int) -> Any:
-    """(line number within the piece, line) of bytes [start, end), split at b"\\n" as
-    readers._jsonl_lines splits the whole file."""
-    line_no, carry, left = 0, b"", end - start
-    with open(path, "rb") as handle:
-        handle.seek(start)
-        while left > 0 and (block := handle.read(min(BLOCK_SIZE, left))):
-            left -= len(block)
-            lines = (carry + block if carry else block).split(b"\n")
-            carry = lines.pop()
-            for line in lines:
-                line_no += 1
-                yield line_no, line
-    if carry:
-        yield line_no + 1, carry
+                 cols.n_responses, lines, cols.any_template, cols.records_retrieval)
 
 
 def _join(joined: Joined, piece: Piece) -> bool:
@@ -246,29 +206,15 @@ def _join(joined: Joined, piece: Piece) -> bool:
 
 
 def _join_questions(joined: Joined, questions: dict[str, list[Any]]) -> bool:
-    """ingest._add_question's merge, a piece at a time: later pieces fill gaps; False on a contradiction."""
-    mine = joined.columns.questions
-    updates: list[tuple[str, int, Any]] = []
-    new: list[int] = []
-    for index, question_id in enumerate(questions["question_id"]):
-        at = joined.questions.get(question_id)
-        if at is None:
-            new.append(index)
-            continue
-        for key in QUESTION_FIELDS:
-            value, stored = questions[key][index], mine[key][at]
-            if value is None:
-                continue
-            if stored is None:
-                updates.append((key, at, value))
-            elif stored != value:
-                return False
-    for key, at, value in updates:
-        mine[key][at] = value
-    for index in new:
-        joined.questions[questions["question_id"][index]] = len(mine["question_id"])
-        for key, values in questions.items():
-            mine[key].append(values[index])
+    """A piece's questions merged as one reader merges them: later pieces fill gaps; False on a
+    contradiction (the ordinary reading names it)."""
+    fields = ("question", *QUESTION_FIELDS)
+    try:
+        for index, question_id in enumerate(questions["question_id"]):
+            add_question("", 0, joined.columns, joined.questions, question_id,
+                         {key: questions[key][index] for key in fields})
+    except InputError:
+        return False
     return True
 
 

@@ -16,8 +16,9 @@ import os
 import queue
 import re
 import stat
+import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -108,10 +109,10 @@ def read_records(path: Path, fmt: str, digest: Any, *, long_csv: bool = False) -
     try:
         require_regular_file(path)
         if fmt == "parquet":
-            _hash_file(path, digest)
+            hash_file(path, digest)
             yield from _read_parquet(path)
         elif fmt == "jsonl":
-            yield from _read_jsonl(path, digest)
+            yield from read_jsonl(path, digest)
         else:
             data = path.read_bytes()
             digest.update(data)
@@ -124,19 +125,22 @@ def read_records(path: Path, fmt: str, digest: Any, *, long_csv: bool = False) -
         raise InputError(str(path), None, None, f"cannot read the file ({exc.strerror or exc})") from None
 
 
-def _hash_file(path: Path, digest: Any) -> None:
+def hash_file(path: Path, digest: Any) -> None:
     with path.open("rb") as handle:
         while block := handle.read(BLOCK_SIZE):
             digest.update(block)
 
 
-def _jsonl_lines(path: Path, digest: Any) -> Iterator[tuple[int, int, bytes]]:
-    """(line number, byte offset, line) of a file read in blocks. Lines end at b"\n" only (a
-    trailing "\r" is JSON whitespace): str.splitlines() would also split at U+2028, U+2029 and
-    NEL, which JSON strings may hold raw."""
+def _jsonl_lines(path: Path, digest: Any, start: int, end: int | None) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, byte offset, line) of bytes [start, end) of a file read in blocks, counted
+    from `start`. Lines end at b"\n" only (a trailing "\r" is JSON whitespace): str.splitlines()
+    would also split at U+2028, U+2029 and NEL, which JSON strings may hold raw."""
     line_no, offset, carry = 0, 0, b""
+    left = (sys.maxsize if end is None else end) - start
     with path.open("rb") as handle, _hashed_aside(digest) as hash_block:
-        while block := handle.read(BLOCK_SIZE):
+        handle.seek(start)
+        while left > 0 and (block := handle.read(min(BLOCK_SIZE, left))):
+            left -= len(block)
             hash_block(block)
             lines = (carry + block if carry else block).split(b"\n")
             carry = lines.pop()
@@ -152,7 +156,10 @@ def _jsonl_lines(path: Path, digest: Any) -> Iterator[tuple[int, int, bytes]]:
 def _hashed_aside(digest: Any) -> Iterator[Any]:
     """A function that feeds blocks to `digest` in order on a thread of its own (hashlib lets go
     of the GIL for large blocks, so the file's hash costs no time beside parsing); every block is
-    in the digest when the block ends. At most two blocks wait."""
+    in the digest when the block ends. At most two blocks wait. No digest: blocks are dropped."""
+    if digest is None:
+        yield lambda block: None
+        return
     blocks: queue.Queue[bytes | None] = queue.Queue(maxsize=2)
 
     def feed() -> None:
@@ -168,9 +175,13 @@ def _hashed_aside(digest: Any) -> Iterator[Any]:
         worker.join()
 
 
-def _read_jsonl(path: Path, digest: Any) -> Iterator[tuple[int, Record]]:
-    for line_no, offset, line in _jsonl_lines(path, digest):
-        if line_no == 1 and line.startswith(BOM):
+def read_jsonl(path: Path, digest: Any = None, start: int = 0, end: int | None = None
+               ) -> Generator[tuple[int, Record], None, int]:
+    """(line number, record) of the JSONL bytes [start, end) of a file (default: all of it), lines
+    counted from `start`; returns the number of lines read. Raises InputError."""
+    line_no = 0
+    for line_no, offset, line in _jsonl_lines(path, digest, start, end):
+        if line_no == 1 and start == 0 and line.startswith(BOM):
             line, offset = line[len(BOM):], len(BOM)
         if not line or line.isspace():
             continue
@@ -185,6 +196,7 @@ def _read_jsonl(path: Path, digest: Any) -> Iterator[tuple[int, Record]]:
         if duplicate is not None:
             raise InputError(str(path), line_no, _dotted(duplicate.path), duplicate.problem("this record"))
         yield line_no, obj
+    return line_no
 
 
 class DuplicateKey(NamedTuple):

@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from evaluator.ingest.loader import prepare_run, store_run_staged
+from evaluator.ingest.loader import prepare_run, store_run
 from evaluator.pipeline import search_index
 from evaluator.store.db import connect
 
@@ -38,7 +38,7 @@ def load_samples(
     for file_name, run_name, profile, rulesets in SAMPLES:
         if run_name not in names:
             with prepare_run(data_dir / file_name, name=run_name, profile=profile) as prepared:
-                store_run_staged(db, prepared)
+                store_run(db, prepared)
         with connect(db) as con:
             done = {row[0] for row in con.execute(
                 "SELECT DISTINCT e.ruleset FROM evaluations e JOIN runs r USING (run_id) WHERE r.name = $run",

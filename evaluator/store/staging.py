@@ -244,19 +244,6 @@ def attached(con: duckdb.DuckDBPyConnection, stage: Stage, *, read_only: bool = 
         con.execute(f"DETACH {alias}")
 
 
-@contextmanager
-def attached_in_transaction(con: duckdb.DuckDBPyConnection, stage: Stage) -> Iterator[str]:
-    """The staging file attached read-only (it is built and closed by now) inside the caller's
-    transaction; detached once the transaction is over (DuckDB detaches no database a
-    transaction has read from), if it is still there (a rollback takes the ATTACH back too).
-    ``attached`` attaches before the transaction begins, too early for that."""
-    alias = _attach(con, stage, read_only=True)
-    try:
-        yield alias
-    finally:
-        con.execute(f"DETACH DATABASE IF EXISTS {alias}")
-
-
 def snapshot_run(con: duckdb.DuckDBPyConnection, run_id: int, stage: Stage, *,
                  tables: tuple[str, ...] = tuple(RUN_TABLES), extra: dict[str, tuple[str, dict]] | None = None,
                  responses: Sequence[int] | None = None) -> None:

@@ -1,5 +1,5 @@
 """Peers' files in the shapes the tools really write, read into a real store (in this process:
-prepare_run + store_run_staged into a DuckDB file in a temp dir).
+prepare_run + store_run into a DuckDB file in a temp dir).
 
 The fixtures in tests/fixtures/formats/ are invented content in each tool's real shape:
 - inspectorraget_messages.json: schema 2, outputs as chat-message lists, `answerability` filter,
@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from evaluator.ingest.formats.detect import file_format
-from evaluator.ingest.loader import prepare_run, store_run_staged
+from evaluator.ingest.loader import prepare_run, store_run
 from evaluator.ingest.readers import InputError
 from tests.evaluator.ingest.test_ingest import query, recorded_verdicts, value
 
@@ -113,7 +113,7 @@ def write_eval(path: Path, parts: dict[str, Any] | None = None, *,
 def stored(db: Path, path: Path, **prepare: Any) -> Path:
     """`path` ingested into the store `db` (created when needed), as `evaluator ingest` does."""
     with prepare_run(path, **prepare) as run:
-        store_run_staged(db, run)
+        store_run(db, run)
     return db
 
 

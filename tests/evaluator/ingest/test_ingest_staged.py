@@ -1,5 +1,5 @@
-"""Ingest through a staging file (the CLI's path, which holds the store only for the final copy)
-stores exactly what a direct ingest in one transaction stores."""
+"""Storing a prepared run (store_run, the CLI's path, and ingest_file on an open store): one
+transaction, whole or nothing; the run's batches kept beside the store are removed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluator.ingest.loader import DuplicateRunError, ingest_file, prepare_run, store_run_staged
+from evaluator.ingest.loader import DuplicateRunError, ingest_file, prepare_run, store_run
 from evaluator.review.config import ReviewConfig
 from evaluator.review.overrides import add_override
 from evaluator.store.db import connect, fetch_value
@@ -19,16 +19,6 @@ FILES = [ROOT / "data" / "ramayana_golden.csv", ROOT / "data" / "ramayana_v2.jso
          ROOT / "tests" / "fixtures" / "formats" / "inspectorraget_clapnq.json"]  # labels and annotations
 
 
-def test_staged_ingest_stores_what_a_direct_ingest_stores(tmp_path: Path) -> None:
-    direct, staged = tmp_path / "direct.duckdb", tmp_path / "staged.duckdb"
-    for path in FILES:
-        with connect(direct) as con:
-            ingest_file(con, path, profile="clearpath" if "hostile" in path.name else None)
-        store_run_staged(staged, prepare_run(path, profile="clearpath" if "hostile" in path.name else None))
-    assert store_rows(staged) == store_rows(direct)
-    assert not (tmp_path / "staged.duckdb.staging").exists()  # the staging file is gone
-
-
 def test_staged_replace_moves_overrides_like_a_direct_replace(tmp_path: Path) -> None:
     source = ROOT / "data" / "clearpath_support.jsonl"
     changed = tmp_path / "clearpath_support.jsonl"
@@ -37,7 +27,7 @@ def test_staged_replace_moves_overrides_like_a_direct_replace(tmp_path: Path) ->
     dumps = []
     for name in ("direct", "staged"):
         db = tmp_path / f"{name}.duckdb"
-        store_run_staged(db, prepare_run(source, name="cp"))
+        store_run(db, prepare_run(source, name="cp"))
         with connect(db) as con:
             rid = fetch_value(con, "SELECT min(response_id) FROM responses")
             add_override(con, rid, "overall", "FAIL", "wrong", "qa", config=ReviewConfig())
@@ -45,7 +35,7 @@ def test_staged_replace_moves_overrides_like_a_direct_replace(tmp_path: Path) ->
             with connect(db) as con:
                 ingest_file(con, changed, name="cp", replace=True)
         else:
-            store_run_staged(db, prepare_run(changed, name="cp"), replace=True)
+            store_run(db, prepare_run(changed, name="cp"), replace=True)
         dumps.append(store_rows(db))
     assert dumps[0] == dumps[1]
     assert len(dumps[1]["overrides"]) == 1
@@ -54,10 +44,10 @@ def test_staged_replace_moves_overrides_like_a_direct_replace(tmp_path: Path) ->
 def test_a_staged_duplicate_writes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "store.duckdb"
     source = ROOT / "data" / "clearpath_support.jsonl"
-    store_run_staged(db, prepare_run(source))
+    store_run(db, prepare_run(source))
     before = store_rows(db)
     with pytest.raises(DuplicateRunError, match="already exists"):
-        store_run_staged(db, prepare_run(source))
+        store_run(db, prepare_run(source))
     assert store_rows(db) == before
 
 

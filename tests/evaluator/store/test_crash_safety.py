@@ -12,7 +12,7 @@ the same store each time, it is killed with SIGKILL at a kill point:
 - `N%`: N per cent of the undisturbed run time (or, should this run be quicker, as soon as it
   starts writing);
 - `staging`: as soon as its staging file exists (recompute, metrics, search-index: their read
-  window begins; ingest: it starts building the run there);
+  window begins);
 - `window-start` / `window-mid`: as soon as it holds the store for its write, and halfway
   through that window (the lock file still naming the dead process proves the kill landed
   inside the window);
@@ -76,13 +76,15 @@ ARGS: dict[str, Callable[[Path], list[str]]] = {
 # The slow commands get fewer kill points; every command is killed early (reading its input or
 # copying the run into its staging), in the middle, and inside its write window.
 KILL_POINTS = {
-    "ingest": ["30%", "staging", "70%", "window-start", "window-mid", "after-write"],
+    "ingest": ["30%", "70%", "window-start", "window-mid", "after-write"],
     "recompute": ["staging", "50%", "80%", "window-start", "window-mid", "after-write"],
     "metrics": ["staging", "50%", "window-start", "window-mid", "after-write"],
     "search-index": ["30%", "staging", "50%", "70%", "90%", "window-start", "window-mid", "after-write"],
     "load-samples": ["first-window", "50%", "window-start", "window-mid", "late-window"],
 }
 IN_WINDOW = ("window-start", "window-mid", "first-window", "late-window")
+# Commands that stage nothing: ingest reads its file before it takes the store for its one write.
+UNSTAGED = ("ingest", "load-samples")
 
 
 # --- processes ---------------------------------------------------------------------------------
@@ -475,7 +477,7 @@ class World:
             holds = [(float(start), float(end)) for start, end in watched.holds
                      if start is not None and end is not None]
             assert holds, f"{command}: never seen holding the store (lock file {db}.lock)"
-            if command == "load-samples":  # its longest hold
+            if command in UNSTAGED:  # its longest hold (ingest: its only one)
                 window = max(range(len(holds)), key=lambda i: holds[i][1] - holds[i][0])
             else:  # the first hold not over before it staged writes the results (see window_holds)
                 assert watched.staged_at is not None, f"{command}: never seen staging ({staging_dir(db)})"
@@ -513,12 +515,13 @@ def window_threshold(ref: Reference) -> float:
 
 
 def window_holds(watched: Watched, command: str, ref: Reference) -> list[list[float | None]]:
-    """The holds from the write window on: every command but load-samples stages its work and
-    then writes, so its window is the first hold not over before it was seen staging (an earlier
-    hold, such as search-index's look-up of the run, is not it, however quick or slow the run).
-    load-samples stages nothing and takes and gives back the store many times: there the window
-    is the first hold that starts as late as the longest one did in the undisturbed run."""
-    if command == "load-samples":
+    """The holds from the write window on: every command but ingest and load-samples stages its
+    work and then writes, so its window is the first hold not over before it was seen staging (an
+    earlier hold, such as search-index's look-up of the run, is not it, however quick or slow the
+    run). ingest and load-samples stage nothing (load-samples takes and gives back the store many
+    times): there the window is the first hold that starts as late as the longest one did in the
+    undisturbed run."""
+    if command in UNSTAGED:
         threshold = window_threshold(ref)
         return [hold for hold in watched.holds if hold[0] is not None and hold[0] >= threshold]
     staged = watched.staged_at
