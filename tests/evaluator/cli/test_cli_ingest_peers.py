@@ -222,7 +222,7 @@ def test_phoenix_two_exports_make_one_run(cli, tmp_path: Path) -> None:
 def test_phoenix_llm_export_alone_records_no_retrieval(cli, tmp_path: Path) -> None:
     result = cli("ingest", str(PHOENIX_LLM), db=tmp_path / "store.duckdb", check=True)
     assert ("retrieval: the file records none; for those, retrieval_check, no_hallucination are N/A and "
-            "no_context_warning, potential_hallucination are not raised") in summary(result)
+            "no_context_warning, potential_hallucination, unsupported_claim are not raised") in summary(result)
 
 
 def test_phoenix_retriever_export_alone_is_refused(cli, tmp_path: Path) -> None:
