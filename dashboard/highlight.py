@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,7 @@ class _Span:
     end: int
     text: str
     kind: str
+    note: str = ""  # the span's reason and support score, when the check or flag gave them (its tooltip)
 
 
 def escape_text(text: str) -> str:
@@ -102,7 +103,10 @@ def _as_span(span: Any) -> _Span | None:
         start, end = int(get("start")), int(get("end"))
     except (TypeError, ValueError):
         return None
-    return _Span(start, end, str(get("text") or ""), str(get("kind") or "other"))
+    reason, score = get("reason"), get("score")
+    note = " · ".join(part for part in (str(reason or ""), "" if score is None else f"support {float(score):.2f}")
+                      if part)
+    return _Span(start, end, str(get("text") or ""), str(get("kind") or "other"), note)
 
 
 def locate(answer: str, spans: Iterable[Any]) -> list[_Span]:
@@ -129,7 +133,7 @@ def locate(answer: str, spans: Iterable[Any]) -> list[_Span]:
         key = (start, end, span.kind)
         if key not in seen:
             seen.add(key)
-            out.append(_Span(start, end, answer[start:end], span.kind))
+            out.append(_Span(start, end, answer[start:end], span.kind, span.note))
     return out
 
 
@@ -158,18 +162,19 @@ def highlight(answer: str, spans: Iterable[Any] = (), *, limit: int | None = Non
     parts = []
     for left, right in zip(cuts, cuts[1:], strict=False):
         piece = escape_text(shown[left:right])
-        kinds = sorted({s.kind for s in located if s.start <= left and right <= s.end},
-                       key=lambda k: (PRIORITY.get(k, len(PRIORITY)), k))
-        parts.append(_mark(piece, kinds) if kinds else piece)
+        covering = [s for s in located if s.start <= left and right <= s.end]
+        kinds = sorted({s.kind for s in covering}, key=lambda k: (PRIORITY.get(k, len(PRIORITY)), k))
+        notes = list(dict.fromkeys(s.note for s in covering if s.note))
+        parts.append(_mark(piece, kinds, notes) if kinds else piece)
     if truncated:
         parts.append(f'<span style="opacity:0.6"> … ({len(answer) - len(shown):,} more characters; '
                      "open the response in Review to read it all)</span>")
     return f'<div class="answer" {BIDI} style="{BOX_STYLE}">{"".join(parts)}</div>'
 
 
-def _mark(piece: str, kinds: list[str]) -> str:
+def _mark(piece: str, kinds: list[str], notes: Sequence[str] = ()) -> str:
     primary = kinds[0]
-    labels = html.escape(", ".join(kind_label(k) for k in kinds))
+    labels = html.escape(" — ".join([", ".join(kind_label(k) for k in kinds), *notes]).translate(_TITLE_TABLE))
     data = html.escape(" ".join(kinds))
     underline = "border-bottom:2px dashed #495057;" if len(kinds) > 1 else ""
     return (f'<mark data-kinds="{data}" title="{labels}" style="background:{kind_colour(primary)};'

@@ -233,3 +233,12 @@ def test_a_long_retrieved_id_is_shortened_with_the_whole_id_in_its_tooltip():
     assert "3f2a9c81…0c9d8" in visible_text(out) and long_id not in visible_text(out)
     assert f'title="{long_id}"' in out
     assert 'title="kb-&quot;9&quot;' in out and "\x1b" not in out
+
+
+def test_a_spans_reason_and_support_score_are_in_its_tooltip_inert():
+    answer = "Poseidon grossed $170 million in 2006."
+    out = highlight(answer, [{"start": 0, "end": len(answer), "text": answer, "kind": "unsupported_claim",
+                              "reason": "not in the retrieved context: number '170' <b>", "score": 0.25}])
+    [title] = re.findall(r'<mark[^>]* title="([^"]*)"', out)
+    assert title == ("Not supported by the retrieved context — not in the retrieved context: number "
+                     "&#x27;170&#x27; &lt;b&gt; · support 0.25")
