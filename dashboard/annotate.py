@@ -35,7 +35,8 @@ SCALE_HELP = {"nominal": "pick one", "ordinal": "low to high", "numeric": "a num
 def _value_widget(definition: dict[str, Any], key: str, disabled: bool) -> None:
     scale, label = definition["scale"], f"Rating ({SCALE_HELP[definition['scale']]})"
     if scale in ("nominal", "ordinal"):
-        st.segmented_control(label, definition["values"], key=key, disabled=disabled, format_func=md)
+        st.segmented_control(label, definition["values"], key=key, disabled=disabled,
+                             format_func=lambda v: md(annotations.value_shown(definition, v)))
     elif scale == "numeric":
         st.number_input(label, value=None, key=key, disabled=disabled)
     else:
@@ -80,8 +81,11 @@ def render_rating_form(db: str, run_id: int, response_id: int, reviewer: str | N
         st.caption("This run defines no labels to rate.")
         return
     if current:
-        st.dataframe(no_none(pd.DataFrame(current)[["label", "annotator", "value", "reason", "source", "created_at"]]),
-                     hide_index=True, width="stretch")  # a rating without a reason reads "—", never "None"
+        shown = pd.DataFrame(current)[["label", "annotator", "value", "reason", "source", "created_at"]]
+        by_label = {d["label"]: d for d in definitions}  # the file's names for the values ("Mostly Yes (3)")
+        shown["value"] = [annotations.value_shown(by_label.get(label, {}), value)
+                          for label, value in zip(shown["label"], shown["value"], strict=True)]
+        st.dataframe(no_none(shown), hide_index=True, width="stretch")  # no reason reads "—", never "None"
     else:
         st.caption("No ratings yet.")
     by_name = {d["label"]: d for d in definitions}

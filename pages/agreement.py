@@ -23,6 +23,7 @@ from dashboard.shell import served_by_app
 from dashboard.span_agreement import render_span_agreement
 from evaluator.queries import agreement as q
 from evaluator.review.agreement import LEVELS, VERDICTS, AgreementError
+from evaluator.review.annotations import value_shown
 
 served_by_app()
 
@@ -33,18 +34,22 @@ def _figure(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def _ratings_line(ratings: list[dict]) -> str:
-    return " · ".join(f"{inline(names.short(r['annotator'], 30))}: **{inline(r['value'])}**" for r in ratings)
+def _ratings_line(ratings: list[dict], definition: dict) -> str:
+    return " · ".join(f"{inline(names.short(r['annotator'], 30))}: **{inline(value_shown(definition, r['value']))}**"
+                      for r in ratings)
 
 
 def _review_link(container, response_id: int, evaluation_id: int | None) -> None:  # type: ignore[no-untyped-def]
-    params = {"response": str(response_id), "from": "agreement", "from_q": urlencode(st.query_params.to_dict())}
+    params = {"response": str(response_id)}
     if evaluation_id is not None:
         params["evaluation"] = str(evaluation_id)
+    params |= {"from": "agreement", "from_q": urlencode(st.query_params.to_dict())}  # Review leads back here
     container.page_link("pages/review.py", label="Review", icon=":material/rate_review:", query_params=params)
 
 
-def _response_cards(con, rows: list[dict], label: str, evaluation_id: int | None, note) -> None:  # type: ignore[no-untyped-def]
+def _response_cards(con, run_id: int, rows: list[dict], label: str, evaluation_id: int | None,  # type: ignore[no-untyped-def]
+                    note) -> None:
+    definition = next((d for d in q.run_labels(con, run_id) if d["label"] == label), {})
     ratings = q.ratings(con, [r["response_id"] for r in rows], label)
     for row in rows:
         with st.container(border=True):
@@ -53,7 +58,7 @@ def _response_cards(con, rows: list[dict], label: str, evaluation_id: int | None
             head.markdown(f"**{qid}** · {provider}{note(row)}")
             _review_link(link, row["response_id"], evaluation_id)
             given = ratings[row["response_id"]]
-            st.markdown(f"{inline(label)}: {_ratings_line(given)}")
+            st.markdown(f"{inline(label)}: {_ratings_line(given, definition)}")
             for rating in given:
                 if rating["reason"]:
                     st.caption(f"{inline(names.short(rating['annotator'], 30))}: {inline(rating['reason'])}")
@@ -85,7 +90,7 @@ def _annotators(con, run_id: int, definitions: list[dict], alphas: list[dict],  
         st.info("The annotators gave every response the same rating on this label.")
         return
     st.caption(f"{total:,} responses with different ratings, widest spread first.")
-    _response_cards(con, rows, definition["label"], evaluation_id,  # type: ignore[arg-type]
+    _response_cards(con, run_id, rows, definition["label"], evaluation_id,  # type: ignore[arg-type]
                     lambda row: f" · {row['distinct_values']} different ratings")
     _pager("disagreed_page", total)
 
@@ -175,7 +180,7 @@ def _cell_list(con, run_id: int, evaluation_id: int, with_overrides: bool, mappe
         st.info("No response in this cell.")
         return
     st.caption(f"{total:,} responses.")
-    _response_cards(con, rows, human.mapping.label, evaluation_id, lambda row: "")  # type: ignore[arg-type]
+    _response_cards(con, run_id, rows, human.mapping.label, evaluation_id, lambda row: "")  # type: ignore[arg-type]
     _pager("cell_page", total)
 
 

@@ -26,7 +26,7 @@ ANNOTATION_SCHEMA = pa.schema([
     ("row", pa.int64()), ("annotator", pa.string()), ("label", pa.string()), ("value", pa.string()),
     ("value_num", pa.float64()), ("reason", pa.string()), ("created_us", pa.int64())])
 LABEL_SCHEMA = pa.schema([("label", pa.string()), ("scale", pa.string()), ("scale_values", pa.string()),
-                          ("description", pa.string())])
+                          ("description", pa.string()), ("value_names", pa.string())])
 BATCH_ROWS = 50_000  # responses buffered as Python lists before they go to an Arrow batch in a file
 
 

@@ -21,7 +21,7 @@ from evaluator.ingest.columns import (
     LABEL_SCHEMA,
     Columns,
 )
-from evaluator.ingest.formats import PeerRun
+from evaluator.ingest.formats import Label, PeerRun
 from evaluator.ingest.formats.column_map import apply_map, parse_map
 from evaluator.ingest.formats.detect import csv_header, file_format, json_format
 from evaluator.ingest.formats.dispatch import read_peer
@@ -404,7 +404,7 @@ def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new
     labels_used = """SELECT DISTINCT a.label FROM annotations a JOIN responses r USING (response_id)
                      WHERE r.run_id = $new"""
     con.execute(
-        f"""INSERT INTO labels SELECT $new, label, scale, scale_values, description FROM labels
+        f"""INSERT INTO labels SELECT $new, label, scale, scale_values, description, value_names FROM labels
             WHERE run_id = $old AND label IN ({labels_used})
               AND label NOT IN (SELECT label FROM labels WHERE run_id = $new)""",
         {"old": old_run_id, "new": new_run_id},
@@ -549,16 +549,24 @@ def _load_recorded(con: duckdb.DuckDBPyConnection, run_id: int, base: int, recor
 IMPORTED = "imported"  # annotations.source of ratings read from the run file
 
 
+def _value_names(label: Label) -> str | None:
+    """{value: name} of a label whose file names its values otherwise than the values themselves."""
+    if label.values is None or label.value_names is None or list(label.value_names) == list(label.values):
+        return None
+    return dumps(dict(zip(label.values, label.value_names, strict=True)))
+
+
 def _load_annotations(con: duckdb.DuckDBPyConnection, run_id: int, base: int, cols: Columns) -> None:
     """The file's labels and its annotators' ratings, set-wise like the responses."""
     labels = pa.table({
         "label": [label.label for label in cols.labels], "scale": [label.scale for label in cols.labels],
         "scale_values": [None if label.values is None else dumps(list(label.values)) for label in cols.labels],
-        "description": [label.description for label in cols.labels]}, schema=LABEL_SCHEMA)
+        "description": [label.description for label in cols.labels],
+        "value_names": [_value_names(label) for label in cols.labels]}, schema=LABEL_SCHEMA)
     con.register("new_labels", labels)
     con.register("new_annotations", pa.table(cols.annotations, schema=ANNOTATION_SCHEMA))
     try:
-        con.execute("""INSERT INTO labels SELECT $run, label, scale, scale_values::JSON, description
+        con.execute("""INSERT INTO labels SELECT $run, label, scale, scale_values::JSON, description, value_names::JSON
                        FROM new_labels""", {"run": run_id})
         con.execute(
             """INSERT INTO annotations

@@ -56,11 +56,21 @@ def _as_number(text: str) -> float | None:
 
 
 def labels(con: duckdb.DuckDBPyConnection, run_id: int) -> list[dict[str, Any]]:
-    """The run's labels by name: {label, scale, values (list of str), description}."""
-    rows = con.execute("SELECT label, scale, scale_values, description FROM labels WHERE run_id = $run "
-                       "ORDER BY label", {"run": run_id}).fetchall()
+    """The run's labels by name: {label, scale, values (list of str), description, value_names}
+    (value_names: {value: the file's name for it}, empty when the values name themselves)."""
+    rows = con.execute("SELECT label, scale, scale_values, description, value_names FROM labels "
+                       "WHERE run_id = $run ORDER BY label", {"run": run_id}).fetchall()
     return [{"label": label, "scale": scale, "values": [scale_text(v) for v in json.loads(values or "[]")],
-             "description": description} for label, scale, values, description in rows]
+             "description": description, "value_names": json.loads(names) if names else {}}
+            for label, scale, values, description, names in rows]
+
+
+def value_shown(definition: dict[str, Any], value: object) -> str:
+    """A rating as a reviewer reads it: the file's name for the value with the value beside it
+    ("Mostly Yes (3)"), or the value itself."""
+    text = "" if value is None else str(value)
+    name = (definition.get("value_names") or {}).get(text)
+    return f"{name} ({text})" if name and name != text else text
 
 
 def label(con: duckdb.DuckDBPyConnection, run_id: int, name: str) -> dict[str, Any] | None:

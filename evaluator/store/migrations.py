@@ -301,6 +301,12 @@ CREATE TABLE span_labels (
 CREATE INDEX span_labels_response ON span_labels (response_id);
 """
 
+# What a label's values are called where the file names them (InspectorRAGet's display_value: "1" is
+# "No", "4" is "Yes"): {value: name}, NULL when the values are their own names (issue 31).
+LABEL_VALUE_NAMES = """
+ALTER TABLE labels ADD COLUMN value_names JSON;
+"""
+
 # Migrations that change only how data is stored and use what older storage formats lack: version ->
 # the oldest storage format that has it (duckdb_databases().tags['storage_version']). A store in an
 # older format records them without running them; what it stores is the same either way.
@@ -318,4 +324,5 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (9, "answers compressed with zstd", ANSWERS_ZSTD),
     (10, "whether retrieval was recorded", RETRIEVAL_RECORDED),
     (11, "human span labels", SPAN_LABELS),
+    (12, "label value names", LABEL_VALUE_NAMES),
 ]

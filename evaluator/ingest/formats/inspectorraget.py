@@ -102,14 +102,17 @@ def _metrics(path: Path, items: list[Any]) -> dict[str, dict[str, Any]]:
         if kind not in METRIC_TYPES:
             raise where.error("type", f"expected one of {', '.join(METRIC_TYPES)}, got {kind!r}")
         values: list[str] | None = None
+        shown: list[str] | None = None
         if kind == "categorical":
-            values = []
+            values, shown = [], []
             for value_index, item in enumerate(where.items(metric, "values")):
                 value = item.get("value") if isinstance(item, dict) else None
                 if isinstance(value, bool) or not isinstance(value, str | int | float):
                     raise where.error(f"values[{value_index}].value", "missing or not a string or number")
                 values.append(_text(value))
-        metrics[name] = {"author": author, "type": kind, "values": values,
+                display = item.get("display_value")
+                shown.append(display.strip() if isinstance(display, str) and display.strip() else _text(value))
+        metrics[name] = {"author": author, "type": kind, "values": values, "value_names": shown,
                          "description": metric.get("description") or metric.get("display_name")}
     return metrics
 
@@ -231,7 +234,7 @@ def _labels(metrics: dict[str, dict[str, Any]]) -> tuple[list[Label], dict[str, 
     scale = {"categorical": "ordinal", "numerical": "numeric", "text": "text"}
     labels = [
         Label(name, scale[metric["type"]], tuple(metric["values"]) if metric["values"] is not None else None,
-              metric["description"])
+              metric["description"], tuple(metric["value_names"]) if metric["value_names"] is not None else None)
         for name, metric in metrics.items() if metric["author"] == "human" and name not in reasons
     ]
     return labels, reasons

@@ -23,6 +23,7 @@ class Label:
     scale: str
     values: tuple[str, ...] | None = None
     description: str | None = None
+    value_names: tuple[str, ...] | None = None  # what each of `values` is called, where the file names them
 
 
 @dataclass(frozen=True)

@@ -602,7 +602,7 @@ WITH resp AS (  -- the answer straightened, as Python matches it (text_norm.stra
            AND NOT coalesce(contains(unverified.t, '''') OR contains(unverified.t, '"'), false) AS decided,
          cites[list_position(cite_ok, 0)] AS bad_cite,
          len(expected) > 0 AND NOT list_contains(expected_ok, 1) AS missing,
-         'none of the expected shlokas (' || array_to_string(expected[1:3], ', ')
+         'none of the ' || {case.words('expected')} || ' (' || array_to_string(expected[1:3], ', ')
            || CASE WHEN len(expected) > 3 THEN ', \u2026' ELSE '' END || ') was retrieved' AS missing_reason,
          {_label('expected_routing')} AS er, {_label('expected_template')} AS et,
          {_label('classification')} AS act_c, {_label('template')} AS act_t,

@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from tests.conftest import ingested_store
@@ -74,6 +75,16 @@ def test_human_metrics_become_the_run_labels(clapnq_store: Path) -> None:
         ("answer_relevance", "ordinal", ["1", "2", "3", "4"]),
         ("faithfulness", "ordinal", ["1", "2", "3", "4"]),
     ]  # the _reason text metrics give reasons; they are not labels of their own
+
+
+def test_the_files_names_of_the_values_are_kept_and_shown_with_them(clapnq_store: Path) -> None:
+    from evaluator.review.annotations import labels, value_shown
+
+    with duckdb.connect(str(clapnq_store), read_only=True) as con:
+        run_id = con.execute("SELECT run_id FROM runs WHERE name = 'clapnq'").fetchone()[0]
+        [faithfulness] = [d for d in labels(con, run_id) if d["label"] == "faithfulness"]
+    assert faithfulness["value_names"] == {"1": "No", "2": "Mostly No", "3": "Mostly Yes", "4": "Yes"}
+    assert [value_shown(faithfulness, v) for v in ("3", "9", None)] == ["Mostly Yes (3)", "9", ""]
 
 
 def test_every_rating_is_an_imported_annotation(clapnq_store: Path) -> None:

@@ -30,7 +30,8 @@ def count(con) -> int:  # type: ignore[no-untyped-def]
 def test_define_label_keeps_scale_and_ordered_values_as_text(store) -> None:  # type: ignore[no-untyped-def]
     con, run_id, _ = store
     assert annotations.label(con, run_id, "faithfulness") == {
-        "label": "faithfulness", "scale": "ordinal", "values": ["1", "2", "3", "4"], "description": None}
+        "label": "faithfulness", "scale": "ordinal", "values": ["1", "2", "3", "4"], "description": None,
+        "value_names": {}}  # the values are their own names
 
 
 def test_defining_a_label_again_the_same_way_changes_nothing(store) -> None:  # type: ignore[no-untyped-def]
