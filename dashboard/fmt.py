@@ -78,5 +78,7 @@ def score(value: object) -> str:
     """A score a run file carries, as a reviewer reads it: 0.6071428571428571 -> '0.607'; other
     values (text, lists, a score per annotator) as the file gave them."""
     if isinstance(value, float) and math.isfinite(value):
-        return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+        if abs(value) >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.3g}" if value == 0 or abs(value) >= 0.001 else f"{value:.2e}"
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

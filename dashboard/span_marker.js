@@ -19,12 +19,22 @@ export default function ({ data, parentElement, setStateValue }) {
     node.textContent = piece;
     root.appendChild(node);
   }
+  const pieceStart = (el) => Number(el.dataset.start);
+  const pieceEnd = (el) => pieceStart(el) + Array.from(el.textContent).length;
   const offset = (container, units) => {
-    // the code point offset of (container, UTF-16 units) inside root
-    const el = container.nodeType === 3 ? container.parentElement : container;
-    if (!root.contains(el)) return null;
-    if (el === root) return units === 0 ? 0 : chars.length;
-    return Number(el.dataset.start) + Array.from(container.textContent.slice(0, units)).length;
+    // The code point offset of a range boundary inside root. In a text node `units` counts UTF-16
+    // units; in an element it is a child index (the boundary sits before that child).
+    if (container.nodeType === 3) {
+      const el = container.parentElement;
+      if (!root.contains(el) || el === root) return null;
+      return pieceStart(el) + Array.from(container.textContent.slice(0, units)).length;
+    }
+    if (!root.contains(container)) return null;
+    if (container === root) {
+      const child = root.childNodes[units];
+      return child ? pieceStart(child) : chars.length;
+    }
+    return units < container.childNodes.length ? pieceStart(container) : pieceEnd(container);
   };
   const report = () => {
     const sel = root.ownerDocument.getSelection();
@@ -35,6 +45,12 @@ export default function ({ data, parentElement, setStateValue }) {
     if (start === null || end === null || end <= start) return;
     setStateValue("selection", { start, end, nonce: Date.now() });
   };
-  root.onmouseup = report;
-  root.onkeyup = report;
+  // A drag may end outside the answer: listen on the document, once per element, always calling
+  // this render's report (its text and its setStateValue).
+  root.latestReport = report;
+  if (!root.listening) {
+    root.listening = true;
+    root.ownerDocument.addEventListener("mouseup", () => root.latestReport());
+    root.onkeyup = () => root.latestReport();
+  }
 }

@@ -384,22 +384,27 @@ def _move_typed_annotations(con: duckdb.DuckDBPyConnection, old_run_id: int, new
     """Ratings reviewers typed in follow their response to the new run, as overrides do; imported
     ones came with the old file and go with it (the new file brings its own). Typed ratings of
     answers that changed would be lost: refused like overrides, unless the caller agreed."""
-    con.execute(
-        """UPDATE annotations SET response_id = moved.new_id
-           FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
-                 FROM responses o JOIN responses n
-                   ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
-                 WHERE o.run_id = $old AND n.run_id = $new) AS moved
-           WHERE annotations.response_id = moved.old_id AND annotations.source <> 'imported'""",
-        {"old": old_run_id, "new": new_run_id},
-    )
+    # Span marks (review/span_labels.py) are ratings too: offsets into an answer that is the same text.
+    for table in ("annotations", "span_labels"):
+        con.execute(
+            f"""UPDATE {table} SET response_id = moved.new_id
+               FROM (SELECT o.response_id AS old_id, n.response_id AS new_id
+                     FROM responses o JOIN responses n
+                       ON n.question_id = o.question_id AND n.provider = o.provider AND n.answer_hash = o.answer_hash
+                     WHERE o.run_id = $old AND n.run_id = $new) AS moved
+               WHERE {table}.response_id = moved.old_id AND {table}.source <> 'imported'""",
+            {"old": old_run_id, "new": new_run_id},
+        )
     orphaned = fetch_value(
-        con, """SELECT count(*) FROM annotations WHERE source <> 'imported'
-                AND response_id IN (SELECT response_id FROM responses WHERE run_id = $old)""", {"old": old_run_id})
+        con, """SELECT (SELECT count(*) FROM annotations WHERE source <> 'imported' AND response_id IN (
+                            SELECT response_id FROM responses WHERE run_id = $old))
+                     + (SELECT count(*) FROM span_labels WHERE source <> 'imported' AND response_id IN (
+                            SELECT response_id FROM responses WHERE run_id = $old))""", {"old": old_run_id})
     if orphaned and not drop_overrides:
         raise DuplicateRunError(
-            f"replacing the run would drop {orphaned} rating(s) reviewers typed for answers that changed or are "
-            "gone; nothing was written (export them with `evaluator annotations`, then pass --drop-overrides)"
+            f"replacing the run would drop {orphaned} rating(s) reviewers typed (span marks included) for answers "
+            "that changed or are gone; nothing was written (export them with `evaluator annotations`, then pass "
+            "--drop-overrides)"
         )
     labels_used = """SELECT DISTINCT a.label FROM annotations a JOIN responses r USING (response_id)
                      WHERE r.run_id = $new"""
@@ -424,6 +429,7 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     # Overrides of answers that no longer exist go with them (matching ones were moved first).
     con.execute(f"DELETE FROM overrides WHERE response_id IN ({responses})", run)
     con.execute(f"DELETE FROM annotations WHERE response_id IN ({responses})", run)
+    con.execute(f"DELETE FROM span_labels WHERE response_id IN ({responses})", run)
     search_index.drop(con, run_id)
     for table in ("labels", "metric_results", "evaluations", "questions", "responses", "runs"):
         con.execute(f"DELETE FROM {table} WHERE run_id = $run", run)

@@ -218,6 +218,7 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
     """FROM/WHERE of the filtered responses (only `ids`, if given: they passed the filters already),
     with its named parameters. The rows can be ordered by `order_by(sort)`. Names `$evaluation_id`,
     `$c_…` and `$w_…` are taken."""
+    sort = sort if sort in SORT_SQL else DEFAULT_SORT  # as order_by reads it: the CTEs its SQL needs follow
     ctes = f"WITH {response_results_cte(True, '$evaluation_id')}"
     cte_params = Params("c").update({"evaluation_id": filters.evaluation_id})
     joins = ""

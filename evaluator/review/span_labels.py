@@ -26,6 +26,7 @@ import duckdb
 import orjson
 
 from evaluator.ingest.readers import InputError, require_regular_file
+from evaluator.queries.review import span_evaluation
 from evaluator.review import spans as flag_spans
 from evaluator.review.span_agreement import FALSE_ALARM, HumanMarks, Tally, annotator_f1, truth
 from evaluator.store.db import SAVE_LOCK, atomic, fetch_one, fetch_value
@@ -149,22 +150,28 @@ def _line_rows(where: str, line_no: int, raw: bytes, answers: dict[tuple[str, st
     if (question, provider) not in answers:
         raise InputError(where, line_no, "question_id", f"the run has no response to {question!r} by {provider!r}")
     response_id, answer = answers[(question, provider)]
-    per_annotator: dict[str, Any]
-    if isinstance(record.get("annotators"), dict) and record["annotators"]:
-        per_annotator = record["annotators"]
+    # (annotator, its spans, the field they sit in, for messages)
+    per_annotator: list[tuple[str, Any, str]]
+    annotators = record.get("annotators")
+    if annotators is not None and not isinstance(annotators, dict):
+        raise InputError(where, line_no, "annotators", "an object {annotator: [spans]} is needed")
+    if annotators:
+        per_annotator = [(name, spans, f"annotators.{name}") for name, spans in annotators.items()]
     else:
         annotator = record.get("annotator", IMPORTED_ANNOTATOR)
-        if not isinstance(annotator, str) or not annotator.strip():
-            raise InputError(where, line_no, "annotator", "a non-empty string is needed")
-        per_annotator = {annotator: record.get("spans", record.get("labels", []))}
+        key = "spans" if "spans" in record or "labels" not in record else "labels"
+        per_annotator = [(annotator, record.get(key, []), key)]
     out: list[tuple[int, str, int | None, int | None, str | None]] = []
-    for annotator, spans in per_annotator.items():
+    for annotator, spans, field in per_annotator:
+        if not isinstance(annotator, str) or not annotator.strip():
+            raise InputError(where, line_no, "annotator" if field in ("spans", "labels") else "annotators",
+                             "an annotator's name must be a non-empty string")
         if not isinstance(spans, list):
-            raise InputError(where, line_no, f"annotators.{annotator}", "a list of spans is needed")
+            raise InputError(where, line_no, field, "a list of spans is needed")
         if not spans:
             out.append((response_id, annotator.strip(), None, None, None))
         for i, span in enumerate(spans):
-            out.append((response_id, annotator.strip(), *_span(where, line_no, f"spans[{i}]", span, answer)))
+            out.append((response_id, annotator.strip(), *_span(where, line_no, f"{field}[{i}]", span, answer)))
     return out
 
 
@@ -198,6 +205,10 @@ def agreement(con: duckdb.DuckDBPyConnection, run_id: int, evaluation_id: int, f
         "SELECT response_id, provider FROM responses WHERE run_id = $run AND list_contains($ids, response_id)",
         {"run": run_id, "ids": ids}).fetchall()) if ids else {}
     raised = flag_spans.of_flag(con, evaluation_id, flag, ids)
+    # Flags come from a computed evaluation: for recorded verdicts, the run's latest computed one.
+    source = span_evaluation(con, evaluation_id)
+    if source is not None:
+        evaluation_id = int(source["evaluation_id"])
     tallies: dict[str, Tally] = {}
     for response_id in ids:
         people = truth(labelled[response_id])

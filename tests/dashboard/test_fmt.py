@@ -28,5 +28,5 @@ def test_templates_say_no_template_for_none():
 def test_a_score_from_the_run_file_reads_short():
     from dashboard.fmt import score
 
-    assert [score(v) for v in (0.6071428571428571, 1.0, 12345.678, "Yes", {"ann-1": 3})] == [
-        "0.607", "1", "12,346", "Yes", '{"ann-1": 3}']
+    assert [score(v) for v in (0.6071428571428571, 1.0, 12345.678, 999.6, 1e-7, "Yes", {"ann-1": 3})] == [
+        "0.607", "1", "12,346", "1,000", "1.00e-07", "Yes", '{"ann-1": 3}']

@@ -110,3 +110,37 @@ def test_a_line_for_a_response_the_run_lacks_is_refused(cli, evaluated, tmp_path
     done = cli("import-spans", "--run", "sp", str(_jsonl(tmp_path / "s.jsonl", bad)), db=evaluated)
     assert done.returncode == 2
     assert ":1: field 'question_id': the run has no response to 'q9' by 'bot-a'" in done.stderr
+
+
+def test_a_blank_annotator_name_is_refused_naming_the_field(cli, evaluated, tmp_path):
+    bad = [{"id": "q1", "provider": "bot-a", "annotators": {" ": [{"start": 19, "end": 22}]}}]
+    done = cli("import-spans", "--run", "sp", str(_jsonl(tmp_path / "s.jsonl", bad)), db=evaluated)
+    assert done.returncode == 2
+    assert ":1: field 'annotators': an annotator's name must be a non-empty string" in done.stderr
+
+
+def test_a_bad_span_under_an_annotator_is_named_there(cli, evaluated, tmp_path):
+    bad = [{"id": "q1", "provider": "bot-a", "annotators": {"ben": [{"start": 40, "end": 99}]}}]
+    done = cli("import-spans", "--run", "sp", str(_jsonl(tmp_path / "s.jsonl", bad)), db=evaluated)
+    assert done.returncode == 2 and ":1: field 'annotators.ben[0]': [40, 99) is not a span" in done.stderr
+
+
+def test_a_reviewers_span_marks_follow_a_replaced_run_and_go_with_a_deleted_one(cli, evaluated, tmp_path):
+    from evaluator.review.span_labels import add_span_label
+    from evaluator.store.db import connect
+
+    with connect(evaluated) as con:
+        rid = con.execute("SELECT response_id FROM responses WHERE question_id = 'q2'").fetchone()[0]
+        add_span_label(con, rid, "ana", 18, 22, "unsupported")
+    rows = [{**r, "retrieved": [{"id": f"kb-{r['question_id']}", "text": CONTEXT[r["question_id"]], "score": 0.9}]}
+            for r in RUN]
+    rows[0]["answer"] += " Changed."  # q1/bot-a changes; q2/bot-a, which holds the mark, does not
+    cli("ingest", str(_jsonl(tmp_path / "run2.jsonl", rows)), "--name", "sp", "--profile", "clearpath",
+        "--replace", db=evaluated, check=True)
+    with connect(evaluated) as con:
+        [(question, text)] = con.execute(
+            """SELECT r.question_id, substr(r.answer, s.span_start + 1, s.span_end - s.span_start)
+               FROM span_labels s JOIN responses r USING (response_id)""").fetchall()
+        assert (question, text) == ("q2", "Oslo")
+        assert con.execute("SELECT count(*) FROM span_labels WHERE response_id NOT IN "
+                           "(SELECT response_id FROM responses)").fetchone()[0] == 0
