@@ -276,3 +276,31 @@ def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, rec
                    for h in ("#", "id", "score", "text"))
     return (f'<table class="retrieved" style="width:100%;border-collapse:collapse;font-size:0.9rem">'
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+
+
+def _cut(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+def closest_context(rows: Iterable[Mapping[str, Any]], *, limit: int = 200) -> str:
+    """Each unsupported span beside the retrieved sentence nearest it (evaluator.review.spans
+    .closest_in_context), as a safe HTML list; a span no retrieved sentence shares a word with
+    says so."""
+    items = []
+    for row in rows:
+        colour = kind_colour(FLAG.unsupported_claim)
+        claim = f'<span style="background:{colour}">{escape_text(_cut(row["text"], limit))}</span>'
+        if row.get("sentence") is None:
+            near = "<i>no retrieved sentence shares a word with it</i>"
+        else:
+            item_id = str(row.get("item_id") or "")
+            title = html.escape(item_id.translate(_TITLE_TABLE))
+            near = (f'“{escape_text(_cut(row["sentence"], limit))}” '
+                    f'<span style="font-size:0.8rem;opacity:0.75" title="{title}">'
+                    f'({escape_text(short_id(item_id))}, {round(100 * float(row["share"]))}% of the part’s content words)</span>')
+        items.append(f'<li {BIDI} style="unicode-bidi:isolate;margin-bottom:0.35rem">{claim}<br>'
+                     f'<span style="opacity:0.85">closest in the context: {near}</span></li>')
+    if not items:
+        return ""
+    return f'<ul class="closest-context" style="padding-left:1.2rem;margin:0.25rem 0">{"".join(items)}</ul>'

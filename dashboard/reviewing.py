@@ -66,6 +66,13 @@ def answer(text: str, spans: Sequence[Mapping[str, Any]], *, limit: int | None =
         html(highlight.legend(s.kind for s in located))
 
 
+def closest_context(rows: Sequence[Mapping[str, Any]]) -> None:
+    """Each unsupported span and the retrieved sentence nearest it, to check it against the source."""
+    if rows:
+        st.caption("Unsupported parts and the closest sentence of the retrieved context")
+        html(highlight.closest_context(rows))
+
+
 def checks(rows: Sequence[Mapping[str, Any]]) -> None:
     """One line per check: icon, name, effective verdict (and the computed one when overridden), reason.
 

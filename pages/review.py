@@ -250,6 +250,7 @@ with store() as con:
     flags = q.flags(con, evaluation_id, ids)[response_id]
     retrieved = q.retrieved(con, ids)[response_id]
     spans = span_view.of(con, evaluation_id, ids)[response_id]
+    closest = span_view.closest_in_context(con, evaluation_id, resp["answer"], spans, retrieved)
     flagged = [{"start": a, "end": b, "text": resp["answer"][a:b]} for name in UNSUPPORTED_TEXT_FLAGS
                for a, b in span_view.of_flag(con, evaluation_id, name, ids).get(response_id, [])]
     history = q.history(con, response_id)
@@ -289,6 +290,7 @@ with left:
     reviewing.banners(flags, shown["banners"])
     st.caption("Answer")
     reviewing.answer(resp["answer"], spans)
+    reviewing.closest_context(closest)
     if flags:
         st.markdown(reviewing.flag_badges(flags))
     if resp["comment"]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from evaluator.rules.model import ClaimSupport
@@ -152,3 +152,32 @@ def reason(sentence: Sentence, limit: int = 5) -> str:
         return f"not in the retrieved context: number {listed(sentence.missing_numbers)}"
     return (f"{len(sentence.missing)} of {sentence.n_words} content words not in the retrieved context: "
             f"{listed(sentence.missing)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Closest:
+    """The context sentence nearest an unsupported span: ``passages[item][start:end]``, holding
+    ``share`` of the span's content words (compared by key, as the detector compares them)."""
+
+    item: int
+    start: int
+    end: int
+    share: float
+
+
+def closest(claim: str, passages: Sequence[str], params: ClaimSupport) -> Closest | None:
+    """The sentence of ``passages`` that holds most of ``claim``'s content words (the earliest on a
+    tie), for a reviewer checking an unsupported span against what was retrieved; None when no
+    sentence shares one."""
+    stop = _stop_set(params.stop_words)
+    wanted = {key(t, params.prefix) for t in tokens(claim) if is_content(t, stop)}
+    if not wanted:
+        return None
+    best: Closest | None = None
+    most = 0
+    for item, passage in enumerate(passages):
+        for start, end in sentences(passage):
+            held = len(wanted & text_keys(passage[start:end], params.prefix))
+            if held > most:
+                most, best = held, Closest(item, start, end, held / len(wanted))
+    return best

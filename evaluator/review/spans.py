@@ -10,10 +10,12 @@ import duckdb
 import orjson
 
 from evaluator.core.evaluate import evaluate
+from evaluator.core.registry import FLAG
+from evaluator.core.support import closest
 from evaluator.core.types import CheckResult, FlagResult
 from evaluator.pipeline.responses import load_responses
 from evaluator.queries.review import span_evaluation
-from evaluator.rules.load import rules_from_text
+from evaluator.rules.load import load_rules, rules_from_text
 
 
 def of(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
@@ -83,3 +85,30 @@ def of_flag(con: duckdb.DuckDBPyConnection, evaluation_id: int, flag: str, respo
             out[response_id] = [(s.start, s.end) for f in result.flags if f.flag == flag for s in f.spans]
         return out
     return {r: [(int(s["start"]), int(s["end"])) for s in spans or []] for r, spans in raised.items()}
+
+
+def closest_in_context(con: duckdb.DuckDBPyConnection, evaluation_id: int, answer: str,
+                       spans: Sequence[dict[str, Any]], retrieved: Sequence[dict[str, Any]]
+                       ) -> list[dict[str, Any]]:
+    """For each unsupported-claim span of ``answer``, the retrieved sentence nearest it
+    (evaluator.core.support.closest, compared as the evaluation's rules compare words):
+    {text, item_id, sentence, share}; ``sentence`` None when no retrieved sentence shares a word."""
+    unsupported = [s for s in spans if s.get("kind") == FLAG.unsupported_claim]
+    if not unsupported:
+        return []
+    source = span_evaluation(con, evaluation_id)
+    try:
+        rules = (rules_from_text(source["rules_text"], source["rules_source"] or "<stored>")
+                 if source and source["rules_text"] else load_rules())
+    except ValueError:  # stored rules of an older schema: compare with the built-in options
+        rules = load_rules()
+    passages = [str(item.get("text") or "") for item in retrieved]
+    out = []
+    for span in unsupported:
+        start, end = int(span["start"]), int(span["end"])
+        text = answer[start:end] if 0 <= start < end <= len(answer) else str(span.get("text") or "")
+        near = closest(text, passages, rules.claim_support)
+        out.append({"text": text, "item_id": None if near is None else str(retrieved[near.item].get("id", "")),
+                    "sentence": None if near is None else passages[near.item][near.start:near.end],
+                    "share": None if near is None else near.share})
+    return out

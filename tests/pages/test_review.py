@@ -265,3 +265,32 @@ def test_opened_from_compare_review_leads_back_to_compare_as_it_was(make_app, sa
     assert back.page == "compare"
     assert "run_a=ramayana" in back.query_string and "run_b=ramayana_v2" in back.query_string
     assert [link.proto.label for link in app.get("page_link") if link.proto.page == "triage"] == ["Triage"]
+
+
+def test_an_unsupported_span_is_shown_beside_the_closest_retrieved_sentence(make_app, sample_store, query, cli):
+    cli("recompute", "--run", "clearpath", "--ruleset", "grounded", db=sample_store, check=True)
+    rid = response_id(query, sample_store, "clearpath", "cp-02", "openai")
+    grounded = evaluation_id(query, sample_store, "clearpath", "grounded")
+    app = make_app(sample_store, PAGE, response=rid, evaluation=grounded)
+    [block] = [html.unescape(m.value) for m in app.markdown if 'class="closest-context"' in m.value]
+    assert "Clearpath Teams is $29/month per seat, so a team of 5 would pay $145/month." in block
+    assert "closest in the context: “Clearpath Teams costs $29/month per seat, with a minimum of 3 seats.”" in block
+    assert "Unsupported parts and the closest sentence of the retrieved context" in [c.value for c in app.caption]
+
+
+def test_no_closest_sentences_are_shown_without_unsupported_spans(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "clearpath", "cp-02", "openai")
+    t3_aware = evaluation_id(query, sample_store, "clearpath", "t3_aware")
+    app = make_app(sample_store, PAGE, response=rid, evaluation=t3_aware)
+    assert not [m.value for m in app.markdown if 'class="closest-context"' in m.value]
+
+
+def test_unsupported_spans_and_their_closest_sentences_are_rendered_escaped(make_app, hostile_store, query, cli,
+                                                                            rendered):
+    cli("recompute", "--run", "hostile", "--ruleset", "grounded", db=hostile_store, check=True)
+    rid = response_id(query, hostile_store, "hostile", "x-01", "openai")
+    grounded = evaluation_id(query, hostile_store, "hostile", "grounded")
+    app = make_app(hostile_store, PAGE, response=rid, evaluation=grounded)
+    [block] = [t for t in rendered(app) if 'class="closest-context"' in t]
+    assert "<script" not in block.lower() and "<img" not in block.lower()
+    assert "&lt;img src=x onerror=" in block and "kb-&lt;1&gt;" in block

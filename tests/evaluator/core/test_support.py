@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evaluator.core.support import context_keys, judge, key, reason, sentences, tokens
+from evaluator.core.support import closest, context_keys, judge, key, reason, sentences, tokens
 from evaluator.rules.model import ClaimSupport
 
 PARAMS = ClaimSupport(min_words=3, max_unsupported=0.3, prefix=5, numbers=True,
@@ -100,3 +100,21 @@ def test_the_reason_names_the_missing_words_and_how_many_more() -> None:
     [sentence] = judge("Critics praised the stunning visual effects and acting of Poseidon.", CONTEXT, PARAMS)
     assert reason(sentence) == ("6 of 7 content words not in the retrieved context: 'critics', 'praised', "
                                 "'stunning', 'visual', 'effects' and 1 more")
+
+
+def test_the_closest_context_sentence_holds_most_of_the_claims_words() -> None:
+    passages = ["It opened in 2006. Poseidon grossed $181,674,817 at the box office.",
+                "Poseidon was directed by Wolfgang Petersen."]
+    near = closest("Poseidon grossed $200 million at the box office.", passages, PARAMS)
+    assert near is not None and near.item == 0
+    assert passages[0][near.start:near.end] == "Poseidon grossed $181,674,817 at the box office."
+    assert near.share == pytest.approx(4 / 6)  # poseidon, grossed, box, office of 6 content words
+
+
+def test_the_earliest_of_equally_close_sentences_is_taken() -> None:
+    near = closest("Poseidon sank.", ["A ship: Poseidon.", "Poseidon again."], PARAMS)
+    assert near is not None and (near.item, near.start) == (0, 0)
+
+
+def test_no_sentence_is_closest_when_none_shares_a_word() -> None:
+    assert closest("Critics praised the effects.", ["Poseidon grossed $181,674,817."], PARAMS) is None
