@@ -298,7 +298,8 @@ def closest_context(rows: Iterable[Mapping[str, Any]], *, limit: int = 200) -> s
             title = html.escape(item_id.translate(_TITLE_TABLE))
             near = (f'“{escape_text(_cut(row["sentence"], limit))}” '
                     f'<span style="font-size:0.8rem;opacity:0.75" title="{title}">'
-                    f'({escape_text(short_id(item_id))}, {round(100 * float(row["share"]))}% of the part’s content words)</span>')
+                    f'({escape_text(short_id(item_id))}, {round(100 * float(row["share"]))}% '
+                    "of the part’s content words)</span>")
         items.append(f'<li {BIDI} style="unicode-bidi:isolate;margin-bottom:0.35rem">{claim}<br>'
                      f'<span style="opacity:0.85">closest in the context: {near}</span></li>')
     if not items:
