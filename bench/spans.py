@@ -1,6 +1,7 @@
 """How far a flag's spans agree with people who marked unsupported text by hand (issue 30 §5).
 
     python -m bench.spans --data FILE [--flag NAME@RULESET ...] [--profile rag]
+    python -m bench.spans --data FILE --flag llm_unsupported_span [--judge-cache STORE.duckdb]
 
 FILE is a ``*_spans.jsonl`` (one answer a line: ``{id, question, provider, answer, retrieved:
 [{id, text}], spans: [{start, end, label}], ...}``, ``answer[start:end]`` the marked text), e.g.
@@ -13,6 +14,9 @@ with neither is one half, "all"), printed:
   positive when it is raised: precision, recall, balanced accuracy;
 - character level: the characters people marked against those the flag's spans cover, summed over
   the half: precision, recall, F1;
+- ``--flag llm_unsupported_span``: the LLM span judge's spans instead of a rule set's flag (the
+  endpoint from ``EVALUATOR_JUDGE_BASE_URL``, ``_MODEL``, ``_API_KEY``, as ``evaluator judge-spans``;
+  replies cached in ``--judge-cache``'s judge_cache table, else for this run only);
 - the trivial baseline that marks every character of every answer, and each detector score the
   file carries (``detector_scores``: 1 consistent, 0 hallucinated; below 0.5 counts as raised),
   response level only.
@@ -27,6 +31,7 @@ there, 0.237 here.)
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -37,6 +42,8 @@ import orjson
 
 from evaluator.core.evaluate import evaluate
 from evaluator.core.types import ResponseInput, RetrievedItem
+from evaluator.pipeline.judges import InMemoryJudgeCache, JudgeCache, JudgeError
+from evaluator.pipeline.judges.llm_spans import JUDGE_FLAGS, LLMSpanJudge
 from evaluator.review.span_agreement import HumanMarks, Tally, Truth, truth
 from evaluator.rules.load import load_rules
 from evaluator.rules.model import Rules
@@ -134,6 +141,16 @@ def flag_predictor(flag: str, ruleset: str, rules: Rules, profile: str) -> Calla
     return predict
 
 
+def judge_predictor(judge: LLMSpanJudge) -> Callable[[dict[str, Any]], Prediction]:
+    """The LLM span judge's spans of each answer (its flag is raised when it marks any)."""
+    def predict(row: dict[str, Any]) -> Prediction:
+        resp = response_of(row)
+        verdict = judge.spans(resp.question, resp.answer, resp.retrieved)
+        return bool(verdict.spans), {c for span in verdict.spans for c in range(span.start, span.end)}
+
+    return predict
+
+
 def every_character(row: dict[str, Any]) -> Prediction:
     return True, set(range(len(str(row.get("answer") or ""))))
 
@@ -152,8 +169,11 @@ def table(title: str, lines: list[tuple[str, Score]]) -> str:
     return "\n".join(out)
 
 
-def run(data: Path, flags: list[str], profile: str, rules: Rules) -> str:
+def run(data: Path, flags: list[str], profile: str, rules: Rules, judge_cache: JudgeCache | None = None) -> str:
     rows = [orjson.loads(line) for line in data.read_bytes().splitlines() if line.strip()]
+    judge = None
+    if set(flags) & set(JUDGE_FLAGS):  # configured from EVALUATOR_JUDGE_*: asked only when named
+        judge = LLMSpanJudge(cache=judge_cache if judge_cache is not None else InMemoryJudgeCache())
     halves: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         halves.setdefault(half_of(row), []).append(row)
@@ -165,9 +185,13 @@ def run(data: Path, flags: list[str], profile: str, rules: Rules) -> str:
             continue
         lines = []
         for spec in flags:
-            name, _, ruleset = spec.partition("@")
-            predict = flag_predictor(name, ruleset or "grounded", rules, profile)
-            lines.append((f"{name} ({ruleset or 'grounded'})", score(part, [predict(r) for r in part])))
+            if judge is not None and spec in JUDGE_FLAGS:
+                predict, label = judge_predictor(judge), f"{spec} ({judge.model})"
+            else:
+                name, _, ruleset = spec.partition("@")
+                predict, label = flag_predictor(name, ruleset or "grounded", rules, profile), \
+                    f"{name} ({ruleset or 'grounded'})"
+            lines.append((label, score(part, [predict(r) for r in part])))
         lines.append(("mark every character", score(part, [every_character(r) for r in part])))
         for det in detectors:
             kept = [r for r in part if isinstance((r.get("detector_scores") or {}).get(det), (int, float))]
@@ -184,11 +208,24 @@ def main(argv: list[str] | None = None) -> int:
                         + ", ".join(DEFAULT_FLAGS))
     parser.add_argument("--profile", default="rag")
     parser.add_argument("--rules", type=Path, default=None, help="a rules file (default: the built-in rules)")
+    parser.add_argument("--judge-cache", type=Path, default=None,
+                        help="a store file whose judge_cache keeps the LLM span judge's replies between runs")
     args = parser.parse_args(argv)
     if not args.data.is_file():
         print(f"no file {args.data}", file=sys.stderr)
         return 2
-    print(run(args.data, args.flag or list(DEFAULT_FLAGS), args.profile, load_rules(args.rules)))
+    with contextlib.ExitStack() as stack:
+        cache: JudgeCache | None = None
+        if args.judge_cache is not None:
+            from evaluator.pipeline.metrics.runner import StoreJudgeCache
+            from evaluator.store.db import connect
+
+            cache = StoreJudgeCache(stack.enter_context(connect(args.judge_cache)))
+        try:
+            print(run(args.data, args.flag or list(DEFAULT_FLAGS), args.profile, load_rules(args.rules), cache))
+        except JudgeError as exc:
+            print(f"the LLM span judge failed: {exc}", file=sys.stderr)
+            return 1
     return 0
 
 

@@ -32,6 +32,7 @@ COMMANDS = {
     "report": "report",
     "export": "export",
     "metrics": "metrics",
+    "judge_spans": "judge-spans",
     "compare": "compare",
     "gate": "gate",
     "overrides": "overrides",

@@ -20,6 +20,7 @@ from typing import Any
 from evaluator.cli.common import print_json, print_table
 from evaluator.core.errors import UsageError
 from evaluator.core.types import FLAG_NAMES
+from evaluator.pipeline.judges.llm_spans import JUDGE_FLAGS
 from evaluator.queries import agreement as q
 from evaluator.review import span_labels
 from evaluator.review.agreement import LEVELS, AgreementError
@@ -45,15 +46,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a flag's highlighted characters against the span labels people marked "
                              "(import-spans, or Review): per provider, response-level precision/recall/balanced "
                              "accuracy and character precision/recall/F1; the annotators' pairwise character F1")
-    parser.add_argument("--flag", help="with --spans: the flag to score (e.g. unsupported_claim)")
+    parser.add_argument("--flag", help="with --spans: the flag to score (e.g. unsupported_claim; llm_unsupported_span "
+                                       "once judge-spans has run)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def span_report(con: Any, args: argparse.Namespace) -> dict[str, Any]:
+    flags = (*FLAG_NAMES, *JUDGE_FLAGS)
     if not args.flag:
-        raise UsageError(f"--spans needs --flag, one of: {', '.join(FLAG_NAMES)}")
-    if args.flag not in FLAG_NAMES:
-        raise UsageError(f"--flag: no flag {args.flag!r}; flags: {', '.join(FLAG_NAMES)}")
+        raise UsageError(f"--spans needs --flag, one of: {', '.join(flags)}")
+    if args.flag not in flags:
+        raise UsageError(f"--flag: no flag {args.flag!r}; flags: {', '.join(flags)}")
     run_id = run_id_for(con, args.run)
     evaluation_id = args.evaluation if args.evaluation is not None else q.latest_evaluation(con, run_id)
     if evaluation_id is None or not q.evaluation_of_run(con, evaluation_id, run_id):

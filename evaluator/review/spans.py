@@ -1,5 +1,6 @@
 """The highlight spans a page shows for responses: stored by the evaluation, or, for one that
-stored verdicts only (a huge run, the SQL engine), evaluated again for just those responses."""
+stored verdicts only (a huge run, the SQL engine), evaluated again for just those responses (a
+judge's flag, ``llm_unsupported_span``, is always stored: it cannot be evaluated again)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from evaluator.core.evaluate import evaluate
 from evaluator.core.registry import FLAG
 from evaluator.core.support import closest
 from evaluator.core.types import CheckResult, FlagResult
+from evaluator.pipeline.judges.llm_spans import JUDGE_FLAGS
 from evaluator.pipeline.responses import load_responses
 from evaluator.queries.review import span_evaluation
 from evaluator.rules.load import load_rules, rules_from_text
@@ -25,17 +27,20 @@ def of(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequenc
     source = span_evaluation(con, evaluation_id)
     if source is None or not response_ids:
         return out
-    if source["with_spans"] is False and source["rules_text"]:
-        return _computed_spans(con, source, response_ids)
+    computed = source["with_spans"] is False and source["rules_text"]
+    if computed:
+        out = _computed_spans(con, source, response_ids)
+    # with computed spans, only a judge's flags' (llm_unsupported_span): the rules' are evaluated again
     rows = con.execute(
         """SELECT response_id, spans FROM check_results
            WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
-             AND spans IS NOT NULL
+             AND spans IS NOT NULL AND NOT $computed
            UNION ALL
            SELECT response_id, spans FROM flags
            WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
-             AND spans IS NOT NULL""",
-        {"evaluation_id": source["evaluation_id"], "response_ids": list(response_ids)},
+             AND spans IS NOT NULL AND (NOT $computed OR list_contains($judge_flags::VARCHAR[], flag))""",
+        {"evaluation_id": source["evaluation_id"], "response_ids": list(response_ids), "computed": bool(computed),
+         "judge_flags": list(JUDGE_FLAGS)},
     ).fetchall()
     for response_id, raw in rows:
         out[int(response_id)].extend(orjson.loads(raw) or [])
@@ -75,7 +80,7 @@ def of_flag(con: duckdb.DuckDBPyConnection, evaluation_id: int, flag: str, respo
              AND response_id IN (SELECT unnest($response_ids::BIGINT[]))""",
         {"evaluation_id": source["evaluation_id"], "flag": flag, "response_ids": list(response_ids)}).fetchall()
     raised = {int(r): orjson.loads(raw) if raw is not None else None for r, raw in rows}
-    if source["with_spans"] is False and source["rules_text"]:
+    if source["with_spans"] is False and source["rules_text"] and flag not in JUDGE_FLAGS:  # a judge's are stored
         rules = rules_from_text(source["rules_text"], source["rules_source"])
         loaded = load_responses(con, list(raised))
         out: dict[int, list[tuple[int, int]]] = {}

@@ -76,6 +76,21 @@ class RunChangedError(RuntimeError):
     nothing was written."""
 
 
+def run_version(con: duckdb.DuckDBPyConnection, run_id: int) -> tuple | None:
+    """What tells one version of a run from another (its content hash; None once it is removed):
+    read in the read window, compared in the write window (``require_same_run``)."""
+    return con.execute("SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id}).fetchone()
+
+
+def require_same_run(con: duckdb.DuckDBPyConnection, run_id: int, version: tuple | None, run_name: str,
+                     doing: str) -> None:
+    """Raise RunChangedError unless run ``run_id`` is still the ``version`` read (``doing``: what
+    was done meanwhile, for the message: "while its metrics were computed")."""
+    if run_version(con, run_id) != version:
+        raise RunChangedError(f"run {run_name!r} was replaced or removed {doing}; nothing was written: "
+                              "run the command again")
+
+
 @dataclass(frozen=True)
 class Stage:
     path: Path

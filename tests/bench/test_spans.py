@@ -73,3 +73,28 @@ def test_the_command_prints_each_half_with_the_flag_the_baseline_and_the_detecto
     assert flag_line.split()[-4:] == ["1.000", "1.000", "1.000", "1.000"]  # BA and character P, R, F1
     assert any(line.startswith("detector judge") for line in held.splitlines())
     assert any(line.startswith("mark every character") for line in held.splitlines())
+
+
+def test_the_llm_span_judge_is_scored_beside_the_offline_flag_and_its_replies_cached(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.llm_endpoint import serve
+
+    made_up_at = MADE_UP.index("Critics")
+    rows = [row(SUPPORTED, []), row(MADE_UP, [(made_up_at, len(MADE_UP), "Unwanted.Extrinsic")])]
+    data = tmp_path / "toy_spans.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = ["--data", str(data), "--flag", "llm_unsupported_span", "--flag", "unsupported_claim@grounded",
+            "--judge-cache", str(tmp_path / "cache.duckdb")]
+    with serve() as endpoint:
+        endpoint.respond = lambda body: ("reply", json.dumps(
+            {"unsupported": [MADE_UP[made_up_at:]] if "Critics" in body["messages"][-1]["content"] else []}))
+        monkeypatch.setenv("EVALUATOR_JUDGE_BASE_URL", endpoint.url)
+        monkeypatch.setenv("EVALUATOR_JUDGE_MODEL", "judge-model")
+        assert main(args) == 0
+        first = capsys.readouterr().out
+        assert main(args) == 0  # again: every reply from the cache file
+        assert capsys.readouterr().out == first
+        assert len(endpoint.requests) == 2
+    judged = next(line for line in first.splitlines() if line.startswith("llm_unsupported_span (judge-model)"))
+    assert judged.split()[-4:] == ["1.000", "1.000", "1.000", "1.000"]  # BA and character P, R, F1
+    assert any(line.startswith("unsupported_claim (grounded)") for line in first.splitlines())

@@ -1,4 +1,5 @@
-"""Refusal judges (SPEC §6): ``heuristic`` (default, offline) and ``llm`` (OpenAI-compatible)."""
+"""Refusal judges (SPEC §6): ``heuristic`` (default, offline) and ``llm`` (OpenAI-compatible); and the
+optional LLM span judge (``LLMSpanJudge``, issue 30 §3) over the same endpoint."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from evaluator.pipeline.judges.base import (
 )
 from evaluator.pipeline.judges.heuristic import REFERENCE_REFUSAL_FLAG, HeuristicJudge
 from evaluator.pipeline.judges.llm import LLMJudge
+from evaluator.pipeline.judges.llm_spans import LLMSpanJudge, SpanVerdict
 
 if TYPE_CHECKING:
     from evaluator.rules.load import Rules
@@ -48,5 +50,7 @@ __all__ = [
     "JudgeUnavailableError",
     "JudgeVerdict",
     "LLMJudge",
+    "LLMSpanJudge",
+    "SpanVerdict",
     "make_judge",
 ]

@@ -22,7 +22,7 @@ from evaluator.pipeline.responses import RUN_ROWS_SQL, response_input
 from evaluator.rules.load import Rules, load_rules
 from evaluator.store.db import atomic, connect, drop_quietly, fetch_one
 from evaluator.store.run_lookup import run_id_for
-from evaluator.store.staging import RunChangedError, attached, snapshot_run, staging_area
+from evaluator.store.staging import attached, require_same_run, run_version, snapshot_run, staging_area
 
 METRIC = "trust_score"
 ENGINES = ("sql", "python")
@@ -104,7 +104,7 @@ def compute_and_store(
     with staging_area(db) as stage:
         with connect(db, read_only=True, upgrade=True) as con:  # read window (shared with readers)
             run_id = run_id_for(con, run_name)
-            content_hash = fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id})
+            version = run_version(con, run_id)
             profile = fetch_one(con, "SELECT profile FROM runs WHERE run_id = $run", {"run": run_id})
             overrides = refused_overrides(con, run_id) if with_overrides else {}
             options = dict(judge_options or {})
@@ -134,9 +134,7 @@ def compute_and_store(
         finally:
             scon.close()
         with connect(db) as con, atomic(con):  # write window
-            if fetch_one(con, "SELECT content_hash FROM runs WHERE run_id = $run", {"run": run_id}) != content_hash:
-                raise RunChangedError(f"run {run_name!r} was replaced or removed while its metrics were computed; "
-                                      "nothing was written: run the command again")
+            require_same_run(con, run_id, version, run_name, "while its metrics were computed")
             if cache.new:
                 con.executemany(CACHE_INSERT_SQL, cache.new)
             return _store(con, run_id, judge_impl, with_overrides, computed, tables)

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -23,6 +19,7 @@ from evaluator.pipeline.judges import (
     make_judge,
 )
 from evaluator.pipeline.judges.llm import build_messages, parse_reply
+from tests.llm_endpoint import FakeEndpoint
 
 # SPEC §5 refusal phrases and §4 T3 refusal patterns, as the heuristic's parameters.
 SPEC_PHRASES = (
@@ -141,78 +138,6 @@ def test_parse_reply_rejects_a_last_judgement_that_is_neither_value() -> None:
 
 
 # ---------------------------------------------------------------- LLM judge over real HTTP
-
-
-@dataclass
-class FakeEndpoint:
-    """Scripted OpenAI-compatible server: each request consumes one script step."""
-
-    url: str = ""
-    # steps: ("reply", text) | ("status", http_status) | ("hang", seconds)
-    script: list[tuple[str, Any]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-
-def _completion(text: str, model: str) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-test",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    }
-
-
-@pytest.fixture
-def endpoint() -> Iterator[FakeEndpoint]:
-    state = FakeEndpoint()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-            pass
-
-        def _send(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with state.lock:
-                state.requests.append(
-                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
-                )
-                step: tuple[str, Any] = state.script.pop(0) if state.script else ("status", 500)
-            kind, value = step
-            try:
-                if kind == "hang":
-                    state.release.wait(value)
-                    self._send(200, _completion("Judgement: NOT REFUSED", body["model"]))
-                elif kind == "status":
-                    self._send(value, {"error": {"message": f"scripted {value}", "type": "test"}})
-                else:
-                    self._send(200, _completion(value, body["model"]))
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (timeout); nothing to answer
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def _llm(endpoint: FakeEndpoint, **kwargs: Any) -> LLMJudge:
