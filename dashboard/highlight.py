@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evaluator.core.registry import FLAG
+from evaluator.pipeline.judges.llm_spans import SPAN_FLAG
 
 # kind -> (label, background colour); the order is the priority when spans overlap.
 KINDS: dict[str, tuple[str, str]] = {
@@ -33,6 +34,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "search_match": ("Search match", "#ffec99"),
     # last: a whole sentence (issue 30), under the finer spans it may hold
     FLAG.unsupported_claim: ("Not supported by the retrieved context", "#ffd8a8"),
+    SPAN_FLAG: ("Marked unsupported by the LLM judge", "#ffc9c9"),
 }
 OTHER = ("Other", "#dee2e6")
 PRIORITY = {kind: rank for rank, kind in enumerate(KINDS)}

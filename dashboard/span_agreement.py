@@ -41,7 +41,8 @@ def render_span_agreement(con: Any, run: str, run_id: int, evaluation_id: int | 
     if evaluation_id is None:
         st.info("This run has no evaluation yet: no flag has highlighted anything to compare.")
         return
-    flags = [f for f in FLAG_NAMES if f in UNSUPPORTED_TEXT_FLAGS] + \
+    raised = q.flags_raised(con, evaluation_id)  # a judge's flag (not a rule's) only where the judge ran
+    flags = [f for f in UNSUPPORTED_TEXT_FLAGS if f in FLAG_NAMES or f in raised] + \
         [f for f in FLAG_NAMES if f not in UNSUPPORTED_TEXT_FLAGS]
     flag = select_in_url("Flag", "span_flag", flags, container=st.sidebar)
     if flag is None:

@@ -23,13 +23,14 @@ from dashboard import names
 from dashboard.common import store
 from dashboard.highlight import inline
 from evaluator.core.registry import FLAG
+from evaluator.pipeline.judges.llm_spans import SPAN_FLAG
 from evaluator.review import pending, span_labels
 from evaluator.review.overrides import OverrideError
 from evaluator.review.span_agreement import kind
 
 SAVE_WAIT_S = 2.0
 # The flags whose spans say "this text is not supported": a reviewer may mark one a false alarm.
-UNSUPPORTED_TEXT_FLAGS = (FLAG.potential_hallucination, FLAG.unsupported_claim)
+UNSUPPORTED_TEXT_FLAGS = (FLAG.potential_hallucination, FLAG.unsupported_claim, SPAN_FLAG)
 
 _HTML = '<div class="answer" data-testid="span-marker-answer"></div>'
 _CSS = """

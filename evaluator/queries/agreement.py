@@ -37,6 +37,12 @@ def evaluation_of_run(con: duckdb.DuckDBPyConnection, evaluation_id: int, run_id
     return fetch_value(con, "SELECT run_id FROM evaluations WHERE evaluation_id = $e", {"e": evaluation_id}) == run_id
 
 
+def flags_raised(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> set[str]:
+    """The flags the evaluation raised at least once (a judge's flag is listed only where it ran)."""
+    return {str(r[0]) for r in con.execute("SELECT DISTINCT flag FROM flags WHERE evaluation_id = $evaluation_id",
+                                           {"evaluation_id": evaluation_id}).fetchall()}
+
+
 def check_names(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> list[str]:
     return [row[0] for row in con.execute(
         "SELECT DISTINCT check_name FROM check_results WHERE evaluation_id = $e ORDER BY check_name",

@@ -12,9 +12,9 @@ import orjson
 
 from evaluator.core.evaluate import evaluate
 from evaluator.core.registry import FLAG
-from evaluator.core.support import closest
+from evaluator.core.support import closest, sentences
 from evaluator.core.types import CheckResult, FlagResult
-from evaluator.pipeline.judges.llm_spans import JUDGE_FLAGS
+from evaluator.pipeline.judges.llm_spans import JUDGE_FLAGS, SPAN_FLAG
 from evaluator.pipeline.responses import load_responses
 from evaluator.queries.review import span_evaluation
 from evaluator.rules.load import load_rules, rules_from_text
@@ -95,10 +95,11 @@ def of_flag(con: duckdb.DuckDBPyConnection, evaluation_id: int, flag: str, respo
 def closest_in_context(con: duckdb.DuckDBPyConnection, evaluation_id: int, answer: str,
                        spans: Sequence[dict[str, Any]], retrieved: Sequence[dict[str, Any]]
                        ) -> list[dict[str, Any]]:
-    """For each unsupported-claim span of ``answer``, the retrieved sentence nearest it
-    (evaluator.core.support.closest, compared as the evaluation's rules compare words):
+    """For each unsupported span of ``answer`` (the offline detector's or the LLM judge's), the
+    retrieved sentence nearest the answer's sentence(s) holding it (evaluator.core.support.closest,
+    words compared as the evaluation's rules compare them):
     {text, item_id, sentence, share}; ``sentence`` None when no retrieved sentence shares a word."""
-    unsupported = [s for s in spans if s.get("kind") == FLAG.unsupported_claim]
+    unsupported = [s for s in spans if s.get("kind") in (FLAG.unsupported_claim, SPAN_FLAG)]
     if not unsupported:
         return []
     source = span_evaluation(con, evaluation_id)
@@ -108,11 +109,15 @@ def closest_in_context(con: duckdb.DuckDBPyConnection, evaluation_id: int, answe
     except ValueError:  # stored rules of an older schema: compare with the built-in options
         rules = load_rules()
     passages = [str(item.get("text") or "") for item in retrieved]
+    bounds = sentences(answer)
     out = []
     for span in unsupported:
         start, end = int(span["start"]), int(span["end"])
         text = answer[start:end] if 0 <= start < end <= len(answer) else str(span.get("text") or "")
-        near = closest(text, passages, rules.claim_support)
+        # a few words (the judge's spans) are looked up by the sentence that holds them
+        around = [(s, e) for s, e in bounds if s < end and start < e] if text == answer[start:end] else []
+        claim = answer[around[0][0]:around[-1][1]] if around else text
+        near = closest(claim, passages, rules.claim_support)
         out.append({"text": text, "item_id": None if near is None else str(retrieved[near.item].get("id", "")),
                     "sentence": None if near is None else passages[near.item][near.start:near.end],
                     "share": None if near is None else near.share})
