@@ -19,7 +19,6 @@ import importlib
 import inspect
 import os
 import pkgutil
-import re
 import resource
 import sys
 import time
@@ -90,7 +89,7 @@ def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, di
     return [
         ("Overview", page["overview"], base),
         ("Before/after", page["before_after"], base),
-        ("Compare runs", page["compare_runs"], compare),
+        ("Compare runs", page["compare"], compare),
         ("Metrics", page["metrics"], base),
         ("Triage", page["triage"], base),
         ("Triage: flag + text search", page["triage"],
@@ -108,9 +107,8 @@ def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, di
 
 
 def page_files() -> dict[str, str]:
-    """Page scripts by file stem, as app.py's st.navigation lists them."""
-    source = (ROOT / "app.py").read_text()
-    return {Path(path).stem: path for path in re.findall(r"""st\.Page\(\s*["']([^"']+\.py)["']""", source)}
+    """Page scripts by file stem (the navigation, dashboard/shell.py, lists pages/<stem>.py)."""
+    return {path.stem: f"pages/{path.name}" for path in sorted((ROOT / "pages").glob("*.py"))}
 
 
 def run_page(page: str, query: dict[str, str], *, fresh: bool = False) -> tuple[Any, float]:
