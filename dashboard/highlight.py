@@ -291,7 +291,7 @@ def closest_context(rows: Iterable[Mapping[str, Any]], *, limit: int = 200) -> s
     says so."""
     items = []
     for row in rows:
-        colour = kind_colour(FLAG.unsupported_claim)
+        colour = kind_colour(str(row.get("kind") or FLAG.unsupported_claim))
         claim = f'<span style="background:{colour}">{escape_text(_cut(row["text"], limit))}</span>'
         if row.get("sentence") is None:
             near = "<i>no retrieved sentence shares a word with it</i>"

@@ -98,7 +98,7 @@ def closest_in_context(con: duckdb.DuckDBPyConnection, evaluation_id: int, answe
     """For each unsupported span of ``answer`` (the offline detector's or the LLM judge's), the
     retrieved sentence nearest the answer's sentence(s) holding it (evaluator.core.support.closest,
     words compared as the evaluation's rules compare them):
-    {text, item_id, sentence, share}; ``sentence`` None when no retrieved sentence shares a word."""
+    {text, kind, item_id, sentence, share}; ``sentence`` None when no retrieved sentence shares a word."""
     unsupported = [s for s in spans if s.get("kind") in (FLAG.unsupported_claim, SPAN_FLAG)]
     if not unsupported:
         return []
@@ -118,7 +118,8 @@ def closest_in_context(con: duckdb.DuckDBPyConnection, evaluation_id: int, answe
         around = [(s, e) for s, e in bounds if s < end and start < e] if text == answer[start:end] else []
         claim = answer[around[0][0]:around[-1][1]] if around else text
         near = closest(claim, passages, rules.claim_support)
-        out.append({"text": text, "item_id": None if near is None else str(retrieved[near.item].get("id", "")),
+        out.append({"text": text, "kind": span.get("kind"),
+                    "item_id": None if near is None else str(retrieved[near.item].get("id", "")),
                     "sentence": None if near is None else passages[near.item][near.start:near.end],
                     "share": None if near is None else near.share})
     return out
