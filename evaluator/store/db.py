@@ -401,7 +401,7 @@ class _ServerInstance:
     def acquire(self, read_only: bool, upgrade: bool) -> duckdb.DuckDBPyConnection:
         with self.lock:
             if self.con is None:
-                self.con = postgres.open_instance(self.url)
+                self.con = postgres.open_instance(self.url, quote_literal(self.url))
             self.users += 1
             con = self.con
         try:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import weakref
 from pathlib import Path
 
 import duckdb
@@ -70,15 +71,14 @@ def extension_directory() -> str:
                            f"{INSTALL_HINT}")
 
 
-def open_instance(url: str) -> duckdb.DuckDBPyConnection:
-    """A DuckDB instance in memory with the PostgreSQL database attached as ALIAS and in use."""
-    from evaluator.store.db import quote_literal  # db imports this module
-
+def open_instance(url: str, url_literal: str) -> duckdb.DuckDBPyConnection:
+    """A DuckDB instance in memory with the PostgreSQL database attached as ALIAS and in use
+    (`url_literal`: the URL quoted as an SQL string, by evaluator.store.db.quote_literal)."""
     con = duckdb.connect(config={"extension_directory": extension_directory(),
                                  "autoinstall_known_extensions": False, "autoload_known_extensions": False})
     try:
         con.execute("LOAD postgres")
-        con.execute(f"ATTACH {quote_literal(url)} AS {ALIAS} (TYPE postgres)")
+        con.execute(f"ATTACH {url_literal} AS {ALIAS} (TYPE postgres)")
         use(con)
     except duckdb.Error as exc:
         con.close()
@@ -91,12 +91,18 @@ def use(cursor: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     and print no progress bar on stdout (a query waiting for another's lock runs long)."""
     cursor.execute(f"USE {ALIAS}")
     cursor.execute("SET enable_progress_bar = false")
+    cursor.execute("SET enable_progress_bar_print = false")
+    _SERVER_CURSORS.add(cursor)
     return cursor
 
 
+# Cursors reading a PostgreSQL store (every one is made by `use`): asking DuckDB instead would cost a
+# query per call (2 ms on a busy machine), on the file store's paths too (each id drawn, each save).
+_SERVER_CURSORS: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
 def is_server_connection(con: duckdb.DuckDBPyConnection) -> bool:
-    rows = con.execute("SELECT type FROM duckdb_databases() WHERE database_name = current_database()").fetchall()
-    return bool(rows) and rows[0][0] == "postgres"
+    return con in _SERVER_CURSORS
 
 
 def execute(con: duckdb.DuckDBPyConnection, sql: str) -> None:

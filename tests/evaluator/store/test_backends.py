@@ -6,6 +6,7 @@ processes at once, and the pending-saves journal."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -170,7 +171,9 @@ def test_saves_applied_by_several_processes_at_once_are_written_exactly_once(any
                  for _ in range(4)]
     outcomes = [process.communicate(timeout=600) for process in processes]
     assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]
-    reported = [sorted(line.split() for line in out.splitlines()) for out, _ in outcomes]
+    reported = [sorted(line.split() for line in out.splitlines() if re.match(r"[0-9a-f]{32} ", line))
+                for out, _ in outcomes]
+    assert all(len(lines) == len(tokens) for lines in reported), outcomes
     assert all(lines == reported[0] for lines in reported)  # every process reports the same ids
     assert {line[1] for line in reported[0]} == {"saved"}
     assert [pending.status(any_store, token).state for token in tokens] == ["saved"] * len(tokens)
