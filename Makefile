@@ -2,12 +2,15 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# DuckDB 1.4.4 with its postgres extension (the [postgres] extra): the store tests run here again,
+# on both back ends, against a PostgreSQL server the tests start (tests/conftest.py).
+VENV_PG := .venv-pg
 PORT ?= 8501
 # Reviewers' names are typed, not authenticated: serve on this machine only unless told otherwise.
 ADDRESS ?= 127.0.0.1
 export EVALUATOR_DB ?= data/evaluator.duckdb
 
-.PHONY: run test install install-test browser lint typecheck samples bench clean compile docs
+.PHONY: run test install install-test install-postgres postgres browser lint typecheck samples bench clean compile docs
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (PYTHON=python3.11 make ...)")'
@@ -23,6 +26,26 @@ $(VENV)/.installed-test: $(VENV)/.installed
 	touch $@
 
 install-test: $(VENV)/.installed-test
+
+$(VENV_PG)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV_PG)
+	$(VENV_PG)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV_PG)/bin/python -m pip install --quiet -e '.[test,postgres]'
+	touch $@
+
+install-postgres: $(VENV_PG)/.installed
+
+# PostgreSQL's server programs (initdb, pg_ctl) for the PostgreSQL store's tests: Debian's package when
+# we are root with apt; else the tests that need a server are skipped, saying so.
+postgres:
+	@if command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "postgresql: $$(command -v initdb || ls /usr/lib/postgresql/*/bin/initdb | tail -1)"; \
+	elif [ "$$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1 && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; then \
+		echo "postgresql: installed from Debian's package"; \
+	else \
+		echo "postgresql: not installed (needs root and apt); the PostgreSQL store's tests will be skipped"; \
+	fi
 
 # Headless Chromium for the browser tests: Debian's package when we are root with apt,
 # else Playwright's own browser download.
@@ -58,8 +81,10 @@ typecheck: install-test
 
 # -n auto: one pytest-xdist worker per core (tests sharing a resource are grouped: pyproject.toml);
 # the 20 slowest tests are listed at the end.
-test: browser lint typecheck compile
+# Then the store's tests on both back ends again under DuckDB 1.4.4, with a PostgreSQL server of their own.
+test: browser postgres install-postgres lint typecheck compile
 	$(VENV)/bin/pytest -q -n auto --durations=20
+	$(VENV_PG)/bin/pytest -q -n auto tests/evaluator/store/test_backends.py
 
 # The sizes, pages and baseline; then the floor (plain DuckDB) and the ratios of issue 16 at 200k.
 bench: install
@@ -72,4 +97,4 @@ docs: install
 	$(PY) -m tools.cli_reference
 
 clean:
-	rm -rf $(VENV) data/evaluator.duckdb data/evaluator.duckdb.wal
+	rm -rf $(VENV) $(VENV_PG) data/evaluator.duckdb data/evaluator.duckdb.wal

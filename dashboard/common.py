@@ -16,13 +16,13 @@ import streamlit as st
 from dashboard.highlight import INVISIBLE, break_autolinks, inline, inline_html, visible_token
 from evaluator.queries.runs import run_names
 from evaluator.review import pending
-from evaluator.store.db import StoreBusyError, connect, resolve_db_path, set_waiting
+from evaluator.store.db import StoreBusyError, connect, resolve_db, set_waiting
 
 T = TypeVar("T")
 
 
 def store_path() -> str:
-    return str(resolve_db_path(None))
+    return str(resolve_db(None))  # a file's path, or a PostgreSQL URL as given
 
 
 WAIT_STYLE = ("position:fixed; top:3.75rem; left:50%; transform:translateX(-50%); z-index:1000100; max-width:42rem; "

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from evaluator.cli.common import InertStdout, inert
 from evaluator.core.errors import UsageError
 from evaluator.ingest.readers import InputError
-from evaluator.store.db import StoreBusyError, resolve_db_path, set_waiting
+from evaluator.store.db import StoreBusyError, is_server, resolve_db_path, set_waiting
 from evaluator.store.staging import RunChangedError
 
 CREATES_STORE = {"ingest", "load-samples"}  # every other command needs a store that exists
@@ -57,7 +57,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                 continue  # a command not built yet
             raise
         command_parser = sub.add_parser(command, help=module.HELP, description=module.HELP)
-        command_parser.add_argument("--db", help="store file (default: $EVALUATOR_DB or data/evaluator.duckdb)")
+        command_parser.add_argument("--db", help="store file, or a PostgreSQL store postgresql://user@host:port/dbname "
+                                    "(default: $EVALUATOR_DB or data/evaluator.duckdb)")
         command_parser.add_argument(
             "--wait", type=float, metavar="SECONDS",
             help="how long to wait while another program (the dashboard, another command) uses the store "
@@ -110,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.wait is not None and args.wait < 0:
         print("evaluator: error: --wait: give a number of seconds >= 0", file=sys.stderr)
         return 2
-    if args.command not in CREATES_STORE:
+    if args.command not in CREATES_STORE and not is_server(args.db):
         path = resolve_db_path(args.db)
         if not path.exists():  # say so, and create nothing: no empty store, no lock files
             print(f"evaluator: error: no store at {inert(path)}: {args.command} reads a store and creates none. "

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from evaluator.ingest.samples import load_samples
-from evaluator.store.db import resolve_db_path
+from evaluator.store.db import resolve_db
+from evaluator.store.postgres import redacted
 
 HELP = "load the sample runs of data/ into the store if it has no runs yet, and evaluate them"
 
@@ -16,5 +17,5 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     load_samples(args.db)
-    print(f"store: {resolve_db_path(args.db)}")
+    print(f"store: {redacted(str(resolve_db(args.db)))}")
     return 0

@@ -41,7 +41,17 @@ from evaluator.ingest.readers import (
 from evaluator.ingest.validate import KNOWN_FIELDS, collect, dumps
 from evaluator.pipeline import search_index
 from evaluator.rules.load import load_rules
-from evaluator.store.db import atomic, connect, drop_quietly, fetch_one, fetch_value, memory_limited, next_id
+from evaluator.store.db import (
+    atomic,
+    connect,
+    drop_quietly,
+    fetch_one,
+    fetch_value,
+    memory_limited,
+    next_id,
+    next_ids,
+    on_server,
+)
 from evaluator.store.results import write_evaluation_counts, write_response_results
 from evaluator.store.spill import spill_folder
 from evaluator.store.staging import OwnedFolder
@@ -574,13 +584,18 @@ def _load_annotations(con: duckdb.DuckDBPyConnection, run_id: int, base: int, co
     try:
         con.execute("""INSERT INTO labels SELECT $run, label, scale, scale_values::JSON, description, value_names::JSON
                        FROM new_labels""", {"run": run_id})
+        params: dict[str, object] = {"base": base, "source": IMPORTED}
+        new_id = "nextval('annotation_ids')"
+        if on_server(con):  # ids drawn from PostgreSQL's sequence, in the rows' order
+            params["ids"] = next_ids(con, "annotation_ids", len(cols.annotations["row"]))
+            new_id = '$ids[row_number() OVER (ORDER BY "row")]'
         con.execute(
-            """INSERT INTO annotations
-               SELECT nextval('annotation_ids'), $base + "row", annotator, label, value, value_num, reason,
+            f"""INSERT INTO annotations
+               SELECT {new_id}, $base + "row", annotator, label, value, value_num, reason,
                       coalesce(make_timestamp(created_us), now()::TIMESTAMP), $source, NULL
                FROM new_annotations ORDER BY "row"
             """,
-            {"base": base, "source": IMPORTED},
+            params,
         )
     finally:
         drop_quietly(con, views=("new_labels", "new_annotations"))

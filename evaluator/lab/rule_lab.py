@@ -29,6 +29,7 @@ from evaluator.pipeline.sql.engine import evaluate_verdicts
 from evaluator.pipeline.sql.re2 import CLEAN_SQL, re2_compiles
 from evaluator.rules import merge as rules_merge
 from evaluator.rules.load import Rules, rules_from_text
+from evaluator.store.db import cursor_of
 from evaluator.store.results import TEMPLATE_GROUP_SQL
 
 if TYPE_CHECKING:
@@ -718,7 +719,7 @@ def preview_edit(con: duckdb.DuckDBPyConnection, run_key: tuple[Any, ...], run_i
     before: Verdicts | None = None
     stored: _StoredPart | None = None
     extra: Changes | None = None  # the answers that are not clean ASCII the cursor left out, evaluated here
-    cursor = con.cursor()
+    cursor = cursor_of(con)
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
             # The answers that are not clean ASCII (None: not known yet) are added from here.

@@ -14,7 +14,7 @@ from evaluator.core.errors import UsageError
 from evaluator.core.types import CHECK_NAMES
 from evaluator.pipeline.responses import load_response
 from evaluator.rules.load import rules_from_text
-from evaluator.store.db import fetch_one
+from evaluator.store.db import arrow_reader, cursor_of, fetch_one
 
 EXPORT_FORMATS = {".jsonl": "jsonl", ".csv": "csv", ".parquet": "parquet"}
 BATCH = 10_000
@@ -62,10 +62,10 @@ def export_rows(con: duckdb.DuckDBPyConnection, evaluation_id: int, flags_evalua
     rules_text, rules_source, ruleset, profile, with_spans = row
     respan = bool(rules_text) and not with_spans
     rules = rules_from_text(rules_text, rules_source) if respan else None
-    cursor = con.cursor()
+    cursor = cursor_of(con)
     try:
         params = {"flags": flags_evaluation_id or -1, "evaluation": evaluation_id}
-        reader = cursor.sql(ROWS_SQL, params=params).to_arrow_reader(BATCH)
+        reader = arrow_reader(cursor.sql(ROWS_SQL, params=params), BATCH)
         for batch in reader:
             for record in batch.to_pylist():
                 yield _flat(con, record, rules, ruleset, profile)

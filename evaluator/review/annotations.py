@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from evaluator.review.agreement import SCALES
-from evaluator.store.db import SAVE_LOCK, atomic, fetch_one, fetch_value
+from evaluator.store.db import atomic, fetch_one, fetch_value, next_id, save_once
 
 SOURCES = ("imported", "review")
 MAX_VALUE_CHARS = 10_000
@@ -145,13 +145,12 @@ def add_annotation(con: duckdb.DuckDBPyConnection, response_id: int, annotator: 
         known = ", ".join(d["label"] for d in labels(con, int(run_id))) or "none"
         raise AnnotationError(f"field 'label': this run defines no label {label_name!r} (labels: {known})")
     text, number = checked_value(definition, value)
-    with SAVE_LOCK, atomic(con):  # the token check and the insert, one writer at a time in this process
-        if client_token is not None:
-            written = fetch_value(con, "SELECT annotation_id FROM annotations WHERE client_token = $token",
-                                  {"token": client_token})
-            if written is not None:
-                return int(written)
-        annotation_id = int(fetch_value(con, "SELECT nextval('annotation_ids')"))
+    def written() -> list[int]:
+        return [int(row[0]) for row in con.execute(
+            "SELECT annotation_id FROM annotations WHERE client_token = $token", {"token": client_token}).fetchall()]
+
+    def write() -> list[int]:
+        annotation_id = next_id(con, "annotation_ids")
         con.execute(
             """INSERT INTO annotations (annotation_id, response_id, annotator, label, value, value_num, reason,
                                         created_at, source, client_token)
@@ -159,7 +158,9 @@ def add_annotation(con: duckdb.DuckDBPyConnection, response_id: int, annotator: 
             {"id": annotation_id, "response": response_id, "annotator": annotator, "label": label_name,
              "value": text, "num": number, "reason": (reason or "").strip() or None, "source": source,
              "token": client_token})
-    return annotation_id
+        return [annotation_id]
+
+    return save_once(con, client_token, written, write)[0]  # the token check and the insert, once
 
 
 RUN_ANNOTATIONS = "response_id IN (SELECT response_id FROM responses WHERE run_id = $run)"

@@ -10,7 +10,6 @@ is a refusal, which the TRUST-SCORE metrics use instead of the judge's).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,17 +18,12 @@ import duckdb
 from evaluator.core.types import CHECK_NAMES
 from evaluator.queries.effective import LATEST_OVERRIDES, check_results_cte, response_results_cte
 from evaluator.review.config import ReviewConfig, load_review_config
-from evaluator.store.db import SAVE_LOCK, atomic, fetch_one, fetch_value
+from evaluator.store.db import fetch_one, fetch_value, next_id, save_once
 from evaluator.store.run_lookup import run_id_for
 
 VERDICTS = ("PASS", "FAIL", "N/A")
 OVERALL_VALUES = ("PASS", "FAIL")
 REFUSED_VALUES = ("REFUSED", "NOT REFUSED")
-CONFLICT_RETRIES = 20
-# Only one process holds the store at a time (evaluator.store.db), so serialising the override
-# writes of this process makes "old_value = the value this override replaced" exact: DuckDB's
-# snapshot isolation would let two concurrent transactions read the same old value.
-_WRITE_LOCK = SAVE_LOCK
 
 
 class OverrideError(ValueError):
@@ -175,35 +169,30 @@ def add_overrides(
 def _write(con: duckdb.DuckDBPyConnection, overrides: list[OverrideSpec], reason: str, reviewer: str,
            evaluation_id: int | None, carried_from: int | None, client_token: str | None) -> list[int]:
     """Insert checked overrides in one transaction, each old_value read inside it (exactly once per token)."""
-    for attempt in range(CONFLICT_RETRIES):
-        try:
-            with _WRITE_LOCK, atomic(con):
-                if client_token is not None:
-                    written = con.execute("SELECT override_id FROM overrides WHERE client_token = $token "
-                                          "ORDER BY override_id", {"token": client_token}).fetchall()
-                    if written:
-                        return [int(row[0]) for row in written]
-                ids = []
-                for spec in overrides:
-                    old_value = current_value(con, spec.response_id, spec.target, evaluation_id)
-                    override_id = int(fetch_value(con, "SELECT nextval('override_ids')"))  # type: ignore[arg-type]
-                    con.execute(
-                        """INSERT INTO overrides (override_id, response_id, evaluation_id, target, old_value,
-                                                  new_value, reason, reviewer, created_at, carried_from,
-                                                  client_token)
-                           VALUES ($id, $response, $evaluation, $target, $old, $new, $reason, $reviewer, now(),
-                                   $carried_from, $token)""",
-                        {"id": override_id, "response": spec.response_id, "evaluation": evaluation_id,
-                         "target": spec.target, "old": old_value, "new": spec.new_value, "reason": reason,
-                         "reviewer": reviewer, "carried_from": carried_from, "token": client_token},
-                    )
-                    ids.append(override_id)
-            return ids
-        except duckdb.TransactionException:  # another writer committed first: try again
-            if attempt == CONFLICT_RETRIES - 1:
-                raise
-            time.sleep(0.01 * (attempt + 1))
-    raise AssertionError("unreachable")
+
+    def written() -> list[int]:
+        return [int(row[0]) for row in con.execute("SELECT override_id FROM overrides WHERE client_token = $token "
+                                                   "ORDER BY override_id", {"token": client_token}).fetchall()]
+
+    def write() -> list[int]:
+        ids = []
+        for spec in overrides:
+            old_value = current_value(con, spec.response_id, spec.target, evaluation_id)
+            override_id = next_id(con, "override_ids")
+            con.execute(
+                """INSERT INTO overrides (override_id, response_id, evaluation_id, target, old_value,
+                                          new_value, reason, reviewer, created_at, carried_from,
+                                          client_token)
+                   VALUES ($id, $response, $evaluation, $target, $old, $new, $reason, $reviewer, now(),
+                           $carried_from, $token)""",
+                {"id": override_id, "response": spec.response_id, "evaluation": evaluation_id,
+                 "target": spec.target, "old": old_value, "new": spec.new_value, "reason": reason,
+                 "reviewer": reviewer, "carried_from": carried_from, "token": client_token},
+            )
+            ids.append(override_id)
+        return ids
+
+    return save_once(con, client_token, written, write, serialize="overrides")
 
 
 def current_value(con: duckdb.DuckDBPyConnection, response_id: int, target: str,

@@ -8,6 +8,10 @@ the store for a while), or the next dashboard to start after a crash. Afterwards
 renamed `<token>.done` (holding the override id; kept a day so a page can still say "saved"),
 or `<token>.failed` with the reason when the store refuses it (the response was deleted by a
 replace, say) — the only way a save does not land, and it is shown to the reviewer.
+
+A store in PostgreSQL keeps the journal in its own table (pending_saves: state pending, done or
+failed), not in files: dashboard replicas on other hosts share no folder, and the database is never
+held by another process the way a file is. Applying is the same: once per token, whoever applies it.
 """
 
 from __future__ import annotations
@@ -37,7 +41,17 @@ from evaluator.review.overrides import (
     apply_carried,
 )
 from evaluator.review.span_labels import SpanLabelError, add_span_label
-from evaluator.store.db import StoreBusyError, connect, resolve_db_path
+from evaluator.store.db import (
+    CONFLICT_RETRIES,
+    StoreBusyError,
+    atomic,
+    connect,
+    is_conflict,
+    is_server,
+    resolve_db,
+    resolve_db_path,
+)
+from evaluator.store.postgres import ServerStoreError
 
 LOG = logging.getLogger(__name__)
 KEEP_DONE_S = 24 * 3600
@@ -83,9 +97,15 @@ def submit(db: str | os.PathLike[str] | None, save: dict[str, Any], *, config: R
                 raise OverrideError(f"{target} cannot be set to {value!r}; "
                                     f"use one of {', '.join(allowed_values(target))}")
     token = uuid.uuid4().hex
+    record = {**save, "kind": kind, "token": token, "saved_at": time.time()}
+    if is_server(db):
+        with connect(db) as con, atomic(con):
+            con.execute("INSERT INTO pending_saves (token, record, saved_at, state) VALUES ($token, $record, $at, "
+                        "'pending')", {"token": token, "record": json.dumps(record, ensure_ascii=False),
+                                       "at": record["saved_at"]})
+        return token
     folder = journal_dir(db)
     folder.mkdir(parents=True, exist_ok=True)
-    record = {**save, "kind": kind, "token": token, "saved_at": time.time()}
     _write_whole(folder / f"{token}.json", json.dumps(record, ensure_ascii=False))
     return token
 
@@ -117,13 +137,33 @@ def _read(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _server_rows(db: str | os.PathLike[str] | None, where: str, params: dict[str, Any]) -> list[tuple]:
+    with connect(db, read_only=True, upgrade=True) as con:
+        return con.execute(f"SELECT token, record, state, outcome FROM pending_saves WHERE {where} "
+                           "ORDER BY saved_at, token", params).fetchall()
+
+
+def _loaded(text: Any) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text) if text is not None else None
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def status(db: str | os.PathLike[str] | None, token: str) -> SaveStatus:
+    if is_server(db):
+        rows = _server_rows(db, "token = $token", {"token": token})
+        state, outcome = (rows[0][2], _loaded(rows[0][3])) if rows else ("pending", None)
+        return _status(token, outcome if state == "done" else None, outcome if state == "failed" else None)
     folder = journal_dir(db)
-    done = _read(folder / f"{token}.done")
+    return _status(token, _read(folder / f"{token}.done"), _read(folder / f"{token}.failed"))
+
+
+def _status(token: str, done: dict[str, Any] | None, failed: dict[str, Any] | None) -> SaveStatus:
     if done is not None:
         ids = tuple(int(i) for i in done.get("override_ids") or [done.get("override_id")] if i is not None)
         return SaveStatus(token, "saved", override_id=done.get("override_id"), override_ids=ids)
-    failed = _read(folder / f"{token}.failed")
     if failed is not None:
         return SaveStatus(token, "failed", message=str(failed.get("error")))
     return SaveStatus(token, "pending")
@@ -131,10 +171,13 @@ def status(db: str | os.PathLike[str] | None, token: str) -> SaveStatus:
 
 def pending(db: str | os.PathLike[str] | None, response_id: int | None = None) -> list[dict[str, Any]]:
     """Saves not yet in the store (oldest first), optionally of one response."""
-    folder = journal_dir(db)
-    if not folder.is_dir():
-        return []
-    found = [record for path in folder.glob("*.json") if (record := _read(path)) is not None]
+    if is_server(db):
+        found = [record for row in _server_rows(db, "state = 'pending'", {}) if (record := _loaded(row[1]))]
+    else:
+        folder = journal_dir(db)
+        if not folder.is_dir():
+            return []
+        found = [record for path in folder.glob("*.json") if (record := _read(path)) is not None]
     if response_id is not None:
         found = [r for r in found if r.get("response_id") == response_id
                  or any(item.get("response_id") == response_id for item in r.get("overrides") or [])]
@@ -169,7 +212,22 @@ def _apply_record(con: Any, record: dict[str, Any], config: ReviewConfig) -> lis
                          client_token=record["token"])]
 
 
-def _finish(folder: Path, token: str, outcome: dict[str, Any], suffix: str) -> None:
+def _finish(folder: Path | None, token: str, outcome: dict[str, Any], suffix: str,
+            con: Any = None) -> None:
+    if folder is None:  # PostgreSQL: the journal's row says how the save ended
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                with atomic(con):
+                    con.execute("UPDATE pending_saves SET state = $state, outcome = $outcome, finished_at = $at "
+                                "WHERE token = $token AND state = 'pending'",
+                                {"state": suffix.lstrip("."), "token": token, "at": time.time(),
+                                 "outcome": json.dumps(outcome, ensure_ascii=False)})
+                return
+            except duckdb.Error as exc:  # another replica finished the same save just now: it said the same
+                if not is_conflict(exc) or attempt == CONFLICT_RETRIES - 1:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        return
     _write_whole(folder / f"{token}{suffix}", json.dumps(outcome, ensure_ascii=False))
     with contextlib.suppress(FileNotFoundError):  # another drainer finished it first
         (folder / f"{token}.json").unlink()
@@ -179,7 +237,7 @@ def apply(db: str | os.PathLike[str] | None, tokens: list[str] | None = None, *,
           config: ReviewConfig | None = None) -> list[SaveStatus]:
     """Write pending saves (these tokens, else all) to the store. When the store stays busy for
     timeout_s they stay pending, untouched, and are reported so."""
-    folder = journal_dir(db)
+    folder = None if is_server(db) else journal_dir(db)
     records = [r for r in pending(db) if tokens is None or r.get("token") in tokens]
     if not records:
         return [status(db, t) for t in tokens or []]
@@ -191,21 +249,35 @@ def apply(db: str | os.PathLike[str] | None, tokens: list[str] | None = None, *,
                 try:
                     ids = _apply_record(con, record, config)
                 except OverrideError as exc:
-                    _finish(folder, token, {"token": token, "error": str(exc), "save": record}, ".failed")
+                    _finish(folder, token, {"token": token, "error": str(exc), "save": record}, ".failed", con)
                     continue
                 except (KeyError, TypeError, ValueError) as exc:  # a journal file no save could come from
                     _finish(folder, token, {"token": token, "error": f"unreadable save: {exc!r}", "save": record},
-                            ".failed")
+                            ".failed", con)
                     continue
                 except duckdb.Error as exc:  # the store said no this time: keep it, go on with the others
                     LOG.warning("save %s stays pending: %s", token, exc)
                     continue
                 else:
-                    _finish(folder, token, {"token": token, "override_id": ids[0], "override_ids": ids}, ".done")
-    except StoreBusyError:
+                    _finish(folder, token, {"token": token, "override_id": ids[0], "override_ids": ids}, ".done",
+                            con)
+            if folder is None:
+                _forget_old_rows(con)
+    except (StoreBusyError, ServerStoreError):
         pass  # still pending: the drainer tries again
-    _forget_old(folder)
+    if folder is not None:
+        _forget_old(folder)
     return [status(db, str(r["token"])) for r in records]
+
+
+def _forget_old_rows(con: Any) -> None:
+    try:
+        with atomic(con):
+            con.execute("DELETE FROM pending_saves WHERE state = 'done' AND finished_at < $cutoff",
+                        {"cutoff": time.time() - KEEP_DONE_S})
+    except duckdb.Error as exc:  # another replica is forgetting them at the same time
+        if not is_conflict(exc):
+            raise
 
 
 def _forget_old(folder: Path) -> None:
@@ -239,7 +311,7 @@ _DRAINERS_LOCK = threading.Lock()
 
 
 def start_drainer(db: str | os.PathLike[str] | None) -> Drainer:
-    key = os.path.realpath(resolve_db_path(db))
+    key = str(resolve_db(db)) if is_server(db) else os.path.realpath(resolve_db_path(db))
     with _DRAINERS_LOCK:
         drainer = _DRAINERS.get(key)
         if drainer is None or not drainer.thread.is_alive():
@@ -248,6 +320,11 @@ def start_drainer(db: str | os.PathLike[str] | None) -> Drainer:
 
 
 def iter_failed(db: str | os.PathLike[str] | None) -> Iterator[dict[str, Any]]:
+    if is_server(db):
+        for row in _server_rows(db, "state = 'failed'", {}):
+            if (outcome := _loaded(row[3])) is not None:
+                yield outcome
+        return
     folder = journal_dir(db)
     if folder.is_dir():
         for path in sorted(folder.glob("*.failed")):

@@ -29,7 +29,7 @@ from evaluator.ingest.readers import InputError, require_regular_file
 from evaluator.queries.review import span_evaluation
 from evaluator.review import spans as flag_spans
 from evaluator.review.span_agreement import FALSE_ALARM, HumanMarks, Tally, annotator_f1, truth
-from evaluator.store.db import SAVE_LOCK, atomic, fetch_one, fetch_value
+from evaluator.store.db import SAVE_LOCK, atomic, fetch_one, next_id, save_once
 
 REVIEW_LABELS = ("unsupported", "benign", FALSE_ALARM)
 SOURCES = ("imported", "review")
@@ -62,18 +62,17 @@ def add_span_label(con: duckdb.DuckDBPyConnection, response_id: int, annotator: 
             raise SpanLabelError(problem)
         if source == "review" and label not in REVIEW_LABELS:
             raise SpanLabelError(f"field 'label': {label!r}; use one of {', '.join(REVIEW_LABELS)}")
-    with SAVE_LOCK, atomic(con):
-        if client_token is not None:
-            written = fetch_value(con, "SELECT span_label_id FROM span_labels WHERE client_token = $token",
-                                  {"token": client_token})
-            if written is not None:
-                return int(written)
-        return _insert(con, response_id, annotator, start, end, label, source, client_token)
+    def written() -> list[int]:
+        return [int(row[0]) for row in con.execute(
+            "SELECT span_label_id FROM span_labels WHERE client_token = $token", {"token": client_token}).fetchall()]
+
+    return save_once(con, client_token, written,
+                     lambda: [_insert(con, response_id, annotator, start, end, label, source, client_token)])[0]
 
 
 def _insert(con: duckdb.DuckDBPyConnection, response_id: int, annotator: str, start: int | None, end: int | None,
             label: str | None, source: str, client_token: str | None = None) -> int:
-    span_label_id = int(fetch_value(con, "SELECT nextval('span_label_ids')"))
+    span_label_id = next_id(con, "span_label_ids")
     con.execute(
         """INSERT INTO span_labels (span_label_id, response_id, annotator, span_start, span_end, label, created_at,
                                     source, client_token)

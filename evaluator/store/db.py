@@ -14,6 +14,10 @@ connection to a file must come from one database instance. So:
 - **Waiting is visible and bounded by the caller**: `connect()` reports progress through a
   callback (the CLI prints a line, a page shows a status) and gives up with StoreBusyError
   only after the caller's timeout (default: `set_waiting()`, else EVALUATOR_WAIT, else 600 s).
+
+A store in PostgreSQL (`--db postgresql://…`, evaluator.store.postgres) takes none of these turns:
+its transactions keep writers apart, and `connect()` hands out cursors of one DuckDB instance in
+memory with the database attached.
 """
 
 from __future__ import annotations
@@ -30,16 +34,22 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from evaluator.store import postgres
 from evaluator.store.migrations import MIGRATIONS, NEEDS_STORAGE
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # One process-wide lock around every write that is deduplicated by a client token (overrides,
 # ratings): the threads of one process share the store instance, and under snapshot isolation two
-# transactions that both look for the token first would both miss it and both insert.
+# transactions that both look for the token first would both miss it and both insert. Across
+# processes of a PostgreSQL store, save_tokens' primary key does the same (`save_once`).
 SAVE_LOCK = threading.Lock()
+CONFLICT_RETRIES = 20
 
 DEFAULT_DB = Path("data") / "evaluator.duckdb"
 LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
@@ -83,12 +93,27 @@ def default_timeout() -> float:
         return DEFAULT_WAIT_S
 
 
+def resolve_db(arg: str | os.PathLike[str] | None = None) -> str | Path:
+    """`--db`, else env EVALUATOR_DB, else data/evaluator.duckdb: a PostgreSQL URL as given (a str),
+    else the store file's Path."""
+    value = os.fspath(arg) if arg else os.environ.get("EVALUATOR_DB")
+    if value and postgres.is_server(value):
+        return value
+    return Path(value) if value else DEFAULT_DB
+
+
+def is_server(arg: str | os.PathLike[str] | None = None) -> bool:
+    """Does `arg` (else EVALUATOR_DB) name a PostgreSQL store rather than a file?"""
+    return isinstance(resolve_db(arg), str)
+
+
 def resolve_db_path(arg: str | os.PathLike[str] | None = None) -> Path:
-    """`--db`, else env EVALUATOR_DB, else data/evaluator.duckdb."""
-    if arg:
-        return Path(arg)
-    env = os.environ.get("EVALUATOR_DB")
-    return Path(env) if env else DEFAULT_DB
+    """The store file: `--db`, else env EVALUATOR_DB, else data/evaluator.duckdb. A PostgreSQL URL
+    has no file: callers that may be given one ask `is_server` first (ValueError otherwise)."""
+    found = resolve_db(arg)
+    if isinstance(found, str):
+        raise ValueError(f"{postgres.redacted(found)} is a PostgreSQL store, not a file")
+    return found
 
 
 def quote_ident(name: str) -> str:
@@ -362,6 +387,71 @@ def _instance(path: Path) -> _Instance:
         return found
 
 
+class _ServerInstance:
+    """The process's one DuckDB instance (in memory) with a PostgreSQL store attached, shared by
+    every caller as cursors; closed when the last one leaves, like a file's. No turns: PostgreSQL's
+    transactions keep this process's writers and other hosts' apart."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.lock = threading.Lock()
+        self.con: duckdb.DuckDBPyConnection | None = None
+        self.users = 0
+
+    def acquire(self, read_only: bool, upgrade: bool) -> duckdb.DuckDBPyConnection:
+        with self.lock:
+            if self.con is None:
+                self.con = postgres.open_instance(self.url, quote_literal(self.url))
+            self.users += 1
+            con = self.con
+        try:
+            cursor = postgres.use(con.cursor())
+            with self.lock:  # migrated once per process (others' migrations: migrate() retries)
+                if self.url not in _SERVERS_MIGRATED:
+                    versions = applied_versions(cursor)
+                    if len(versions) < len(MIGRATIONS):
+                        if read_only and not upgrade:
+                            if not versions:
+                                raise FileNotFoundError(f"{postgres.redacted(self.url)}: no store here yet; "
+                                                        "ingest a run first")
+                        else:
+                            migrate(cursor)
+                            _SERVERS_MIGRATED.add(self.url)
+                    else:
+                        _SERVERS_MIGRATED.add(self.url)
+        except BaseException:
+            self._leave()
+            raise
+        return cursor
+
+    def release(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        try:
+            cursor.close()
+        finally:
+            self._leave()
+
+    def _leave(self) -> None:
+        with self.lock:
+            self.users -= 1
+            if self.users == 0 and self.con is not None:
+                try:
+                    self.con.close()
+                finally:
+                    self.con = None
+
+
+_SERVERS: dict[str, _ServerInstance] = {}
+_SERVERS_MIGRATED: set[str] = set()
+
+
+def _server_instance(url: str) -> _ServerInstance:
+    with _INSTANCES_LOCK:
+        found = _SERVERS.get(url)
+        if found is None:
+            found = _SERVERS[url] = _ServerInstance(url)
+        return found
+
+
 @contextmanager
 def connect(
     path: str | os.PathLike[str] | None = None, *, read_only: bool = False, timeout_s: float | None = None,
@@ -371,8 +461,17 @@ def connect(
     needed); the file is closed when the last cursor is. Waits its turn while another process
     holds the store, reporting through on_wait; StoreBusyError after timeout_s. A read-only open
     leaves an older store as it is, unless `upgrade` (pages, the CLI's reading steps): then it is
-    migrated first, once."""
-    db_path = resolve_db_path(path)
+    migrated first, once. A PostgreSQL URL opens that database (no turns, no waiting)."""
+    found = resolve_db(path)
+    if isinstance(found, str):
+        server = _server_instance(found)
+        server_cursor = server.acquire(read_only, upgrade)
+        try:
+            yield server_cursor
+        finally:
+            server.release(server_cursor)
+        return
+    db_path = found
     if not read_only:
         db_path.parent.mkdir(parents=True, exist_ok=True)
     elif not db_path.exists():
@@ -428,7 +527,8 @@ def memory_limited(con: duckdb.DuckDBPyConnection, limit: str) -> Iterator[duckd
 
 def applied_versions(con: duckdb.DuckDBPyConnection) -> list[int]:
     exists = fetch_value(
-        con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations'"
+        con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_migrations' "
+             "AND table_catalog = current_database()"
     )
     if not exists:
         return []
@@ -436,20 +536,39 @@ def applied_versions(con: duckdb.DuckDBPyConnection) -> list[int]:
 
 
 def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[int]:
-    """Apply pending migrations in order, each in its own transaction; return those applied."""
+    """Apply pending migrations in order, each in its own transaction; return those applied.
+
+    In PostgreSQL, other processes may migrate the same database at once: a migration that fails
+    because another applied it first is skipped; one that lost any other race is tried again."""
+    server = postgres.is_server_connection(con)
     done = set(applied_versions(con))
     applied = []
     for version, name, sql in MIGRATIONS:
         if version in done or (upto is not None and version > upto):
             continue
-        with atomic(con):
-            if storage_version(con) >= NEEDS_STORAGE.get(version, (0, 0, 0)):
-                con.execute(sql)
-            con.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($version, $name, now())",
-                {"version": version, "name": name},
-            )
-        applied.append(version)
+        for attempt in range(CONFLICT_RETRIES):
+            try:
+                with atomic(con):
+                    if server:  # storage-only migrations (zstd) mean nothing to PostgreSQL
+                        if version not in NEEDS_STORAGE:
+                            con.execute(postgres.migration_sql(sql))
+                    elif storage_version(con) >= NEEDS_STORAGE.get(version, (0, 0, 0)):
+                        con.execute(sql)
+                    con.execute(
+                        "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($version, $name, now())",
+                        {"version": version, "name": name},
+                    )
+                applied.append(version)
+                break
+            except duckdb.Error:
+                if not server:
+                    raise
+                con.execute("CALL pg_clear_cache()")  # what the other process made
+                if version in applied_versions(con) or attempt == CONFLICT_RETRIES - 1:
+                    if version in applied_versions(con):
+                        break
+                    raise
+                time.sleep(0.05 * (attempt + 1))
     return applied
 
 
@@ -464,15 +583,75 @@ def storage_version(con: duckdb.DuckDBPyConnection) -> tuple[int, int, int]:
     return (major, minor, patch)
 
 
+def on_server(con: duckdb.DuckDBPyConnection) -> bool:
+    """Is the cursor's store in PostgreSQL?"""
+    return postgres.is_server_connection(con)
+
+
+def cursor_of(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """Another cursor of `con`'s instance, reading the same store: a new cursor starts in DuckDB's own
+    database, so for a PostgreSQL store it is pointed at the attached one (USE is per cursor)."""
+    cursor = con.cursor()
+    if postgres.is_server_connection(con):
+        postgres.use(cursor)
+    return cursor
+
+
 def next_id(con: duckdb.DuckDBPyConnection, sequence: str) -> int:
     """The next value of a sequence: ids are never reused, so links and overrides never point
     at something that replaced what they meant."""
+    if postgres.is_server_connection(con):
+        return postgres.next_ids(con, sequence, 1)[0]
     return int(fetch_value(con, "SELECT nextval($sequence)", {"sequence": sequence}))
 
 
-def db_path_of(con: duckdb.DuckDBPyConnection) -> Path:
-    """The file of the store a cursor belongs to (for steps that open their own windows)."""
-    return Path(str(fetch_value(con, "SELECT path FROM duckdb_databases() WHERE database_name = current_database()")))
+def next_ids(con: duckdb.DuckDBPyConnection, sequence: str, n: int) -> list[int]:
+    """The next `n` values of a sequence, in order."""
+    if postgres.is_server_connection(con):
+        return postgres.next_ids(con, sequence, n)
+    return [int(row[0]) for row in con.execute("SELECT nextval($sequence) FROM range($n)",
+                                               {"sequence": sequence, "n": n}).fetchall()]
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A transaction refused because another won a race (DuckDB's write conflict, PostgreSQL's
+    serialization failure or unique key): it may simply be tried again."""
+    return isinstance(exc, duckdb.TransactionException) or postgres.is_conflict(exc)
+
+
+def save_once(con: duckdb.DuckDBPyConnection, client_token: str | None, written: Callable[[], list[int]],
+              write: Callable[[], list[int]], *, serialize: str | None = None) -> list[int]:
+    """One reviewer's save, written exactly once per `client_token`: in one transaction, the ids
+    `written` finds for the token (a save retried: returned as they are), else the token claimed
+    in save_tokens (its primary key: a concurrent save of the same token, in any process on any
+    host, fails and is retried here, then finds this one's rows) and `write`. Conflicts are tried
+    again. `serialize`: in PostgreSQL, a table locked against other writers first, so values read
+    in the transaction (an override's old value) are the latest."""
+    for attempt in range(CONFLICT_RETRIES):
+        try:
+            with SAVE_LOCK, atomic(con):
+                if serialize is not None and postgres.is_server_connection(con):
+                    postgres.execute(con, f"LOCK TABLE {quote_ident(serialize)} IN SHARE ROW EXCLUSIVE MODE")
+                if client_token is not None:
+                    found = written()
+                    if found:
+                        return found
+                    con.execute("INSERT INTO save_tokens (client_token, created_at) VALUES ($token, now())",
+                                {"token": client_token})
+                return write()
+        except duckdb.Error as exc:
+            if not is_conflict(exc) or attempt == CONFLICT_RETRIES - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def db_path_of(con: duckdb.DuckDBPyConnection) -> str | Path:
+    """The store a cursor belongs to, as connect() takes it (for steps that open their own windows):
+    its file, or its PostgreSQL URL."""
+    path, kind = fetch_one(con, "SELECT path, type FROM duckdb_databases() WHERE database_name = current_database()"
+                           ) or (None, None)
+    return str(path) if kind == "postgres" else Path(str(path))
 
 
 def fetch_one(con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None) -> tuple | None:
@@ -485,3 +664,13 @@ def fetch_one(con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | No
 def fetch_value(con: duckdb.DuckDBPyConnection, sql: str, params: list | dict | None = None) -> Any:
     row = fetch_one(con, sql, params)
     return None if row is None else row[0]
+
+
+def arrow_reader(relation: duckdb.DuckDBPyRelation, batch_rows: int) -> pa.RecordBatchReader:
+    """A relation's rows as Arrow batches of `batch_rows`, read as they are made: `to_arrow_reader`
+    on DuckDB 2 (where `fetch_arrow_reader` is deprecated), `fetch_arrow_reader` on DuckDB 1.4 (the
+    release whose PostgreSQL extension PyPI has; it lacks the other)."""
+    to_reader = getattr(relation, "to_arrow_reader", None)
+    if to_reader is not None:
+        return to_reader(batch_rows)
+    return relation.fetch_arrow_reader(batch_rows)

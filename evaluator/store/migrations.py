@@ -307,6 +307,26 @@ LABEL_VALUE_NAMES = """
 ALTER TABLE labels ADD COLUMN value_names JSON;
 """
 
+# Reviewers' saves claimed once (issue 32): a save's token is written here in the save's transaction,
+# so two processes applying the same save (two dashboard replicas, on two hosts of a PostgreSQL store)
+# cannot both write it: the second fails on the key, tries again and finds the first's rows. And the
+# journal of saves not yet written, for a PostgreSQL store (evaluator.review.pending; a store file
+# keeps its journal in files beside it, as a busy file cannot take them).
+SAVE_TOKENS = """
+CREATE TABLE save_tokens (
+    client_token VARCHAR PRIMARY KEY,
+    created_at TIMESTAMP NOT NULL
+);
+CREATE TABLE pending_saves (
+    token VARCHAR PRIMARY KEY,
+    record VARCHAR NOT NULL,
+    saved_at DOUBLE NOT NULL,
+    state VARCHAR NOT NULL,
+    outcome VARCHAR,
+    finished_at DOUBLE
+);
+"""
+
 # Migrations that change only how data is stored and use what older storage formats lack: version ->
 # the oldest storage format that has it (duckdb_databases().tags['storage_version']). A store in an
 # older format records them without running them; what it stores is the same either way.
@@ -325,4 +345,5 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (10, "whether retrieval was recorded", RETRIEVAL_RECORDED),
     (11, "human span labels", SPAN_LABELS),
     (12, "label value names", LABEL_VALUE_NAMES),
+    (13, "save tokens and pending saves", SAVE_TOKENS),
 ]

@@ -16,7 +16,7 @@ from datetime import datetime
 import duckdb
 
 from evaluator.rules.load import Rules, load_rules, rules_from_text
-from evaluator.store.db import atomic, connect, fetch_one, resolve_db_path
+from evaluator.store.db import atomic, connect, fetch_one, is_server, resolve_db_path
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 RESERVED = ("recorded",)  # the ingested file's own verdicts
@@ -100,7 +100,7 @@ def names(con: duckdb.DuckDBPyConnection) -> list[str]:
 def saved_rules(db: str | os.PathLike[str] | None, name: str) -> Rules | None:
     """The latest saved version of rule set ``name`` as rules (None when the store has none):
     the CLI's fallback when its rules files do not define the rule set it is asked for."""
-    if not NAME_PATTERN.fullmatch(name) or not resolve_db_path(None if db is None else str(db)).exists():
+    if not NAME_PATTERN.fullmatch(name) or (not is_server(db) and not resolve_db_path(db).exists()):
         return None
     with connect(db, read_only=True, upgrade=True) as con:
         found = version_of(con, name)

@@ -37,7 +37,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from evaluator.store.db import drop_quietly, migrate, quote_ident, quote_literal, resolve_db_path
+from evaluator.store.db import drop_quietly, is_server, migrate, quote_ident, quote_literal, resolve_db_path
 
 # Tables a run is made of, and the SQL that selects one run's rows of each ($run: its run_id).
 # Rows go in in response order: the work reads them back in ranges of response ids, which
@@ -215,7 +215,13 @@ def _remove_owned(name: str, fd: int, owner_pid: int) -> None:
 
 
 def staging_folder(db: str | os.PathLike[str] | None) -> Path:
-    """The folder next to the store where commands stage what they write (one folder each)."""
+    """The folder next to the store where commands stage what they write (one folder each). A store
+    in PostgreSQL has no folder (nothing is written beside it): its commands stage in a folder of
+    this user's in the system's temporary folder."""
+    if is_server(db):
+        private = Path(tempfile.gettempdir()) / f"evaluator-staging-{os.getuid() if hasattr(os, 'getuid') else 0}"
+        private.mkdir(mode=0o700, exist_ok=True)
+        return private
     store_path = resolve_db_path(db)
     return store_path.with_name(store_path.name + ".staging")
 

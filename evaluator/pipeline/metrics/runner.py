@@ -20,7 +20,7 @@ from evaluator.pipeline.metrics.sql import scores_from_features, stage_features
 from evaluator.pipeline.metrics.trust import TrustScore, trust_score
 from evaluator.pipeline.responses import RUN_ROWS_SQL, response_input
 from evaluator.rules.load import Rules, load_rules
-from evaluator.store.db import atomic, connect, drop_quietly, fetch_one
+from evaluator.store.db import arrow_reader, atomic, connect, cursor_of, drop_quietly, fetch_one, next_ids
 from evaluator.store.run_lookup import run_id_for
 from evaluator.store.staging import attached, require_same_run, run_version, snapshot_run, staging_area
 
@@ -59,10 +59,10 @@ class ProviderMetrics:
 
 
 def _responses_by_provider(con: duckdb.DuckDBPyConnection, run_id: int) -> dict[str, list[tuple[int, ResponseInput]]]:
-    cursor = con.cursor()
+    cursor = cursor_of(con)
     try:
         by_provider: dict[str, list[tuple[int, ResponseInput]]] = defaultdict(list)
-        for batch in cursor.sql(RUN_ROWS_SQL, params={"run": run_id}).to_arrow_reader(20_000):
+        for batch in arrow_reader(cursor.sql(RUN_ROWS_SQL, params={"run": run_id}), 20_000):
             for row in batch.to_pylist():
                 by_provider[row["provider"]].append((row["response_id"], response_input(row)))
         return dict(by_provider)
@@ -198,8 +198,7 @@ def _store(con: duckdb.DuckDBPyConnection, run_id: int, judge: Judge, with_overr
            ) -> list[ProviderMetrics]:
     """Write the scores set-wise, whatever the number of providers (callers hold the transaction)."""
     judge_name = getattr(judge, "name", "judge")
-    ids = [int(row[0]) for row in con.execute("SELECT nextval('metric_result_ids') FROM range($n)",
-                                              {"n": len(computed)}).fetchall()]
+    ids = next_ids(con, "metric_result_ids", len(computed))
     con.register("metric_scores", tables[0])
     con.register("metric_rows", tables[1])
     con.execute("CREATE OR REPLACE TEMP TABLE metric_ids AS SELECT unnest(range(len($ids)))::BIGINT AS position, "

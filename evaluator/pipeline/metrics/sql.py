@@ -27,7 +27,7 @@ from evaluator.pipeline.metrics.judge_re2 import NORM_PARAMS, fuzzy_prefilter, h
 from evaluator.pipeline.metrics.trust import TrustScore, answer_correctness, is_answerable, score_from_counts
 from evaluator.pipeline.responses import load_responses
 from evaluator.pipeline.sql.re2 import CLEAN_SQL, re2_compiles
-from evaluator.store.db import quote_ident
+from evaluator.store.db import arrow_reader, cursor_of, quote_ident
 
 _PY_BATCH = 5_000
 
@@ -244,7 +244,7 @@ def _python_decisions(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge,
     refused: list[bool | None] = []
     answerable: list[bool | None] = []
     ac_q: list[float | None] = []
-    reader = con.cursor()  # the readers stream while ``con`` loads responses (tables, not TEMP: shared)
+    reader = cursor_of(con)  # the readers stream while ``con`` loads responses (tables, not TEMP: shared)
     for batch in _batches(reader, "SELECT response_id FROM metric_features WHERE NOT clean ORDER BY response_id"):
         for rid, resp in load_responses(con, batch).items():
             decided = overrides[rid] if rid in overrides else judge.judge(resp.question, resp.answer).refused
@@ -253,10 +253,10 @@ def _python_decisions(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge,
             refused.append(decided)
             answerable.append(ok)
             ac_q.append(answer_correctness(resp, refused=decided, answerable=ok))
-    candidates = reader.sql("SELECT f.response_id, q.question, r.answer FROM metric_features f "
+    candidates = arrow_reader(reader.sql("SELECT f.response_id, q.question, r.answer FROM metric_features f "
                              "JOIN responses r USING (response_id) JOIN questions q "
                              "ON q.run_id = r.run_id AND q.question_id = r.question_id "
-                             "WHERE f.candidate ORDER BY f.response_id").to_arrow_reader(_PY_BATCH)
+                             "WHERE f.candidate ORDER BY f.response_id"), _PY_BATCH)
     for cand in candidates:
         for rid, question, answer in zip(*(cand.column(i).to_pylist() for i in range(3)), strict=True):
             if rid in overrides:
@@ -270,5 +270,5 @@ def _python_decisions(con: duckdb.DuckDBPyConnection, judge: HeuristicJudge,
 
 
 def _batches(con: duckdb.DuckDBPyConnection, sql: str) -> Iterator[list[int]]:
-    for batch in con.sql(sql).to_arrow_reader(_PY_BATCH):
+    for batch in arrow_reader(con.sql(sql), _PY_BATCH):
         yield batch.column(0).to_pylist()

@@ -44,7 +44,7 @@ from evaluator.core.types import CHECK_NAMES
 from evaluator.queries import review as q
 from evaluator.review import pending
 from evaluator.review.overrides import allowed_values
-from evaluator.store.db import StoreBusyError, connect, quote_ident
+from evaluator.store.db import StoreBusyError, arrow_reader, connect, quote_ident
 
 ROOT = Path(__file__).resolve().parents[3]
 # The page's own wait for a busy store on Save (pages/review.py runs Streamlit code on import).
@@ -384,7 +384,7 @@ def integrity(db: Path) -> tuple[int, list[str], dict[str, int]]:
                 try:
                     counted = con.execute(f"SELECT count(*) FROM {name}").fetchall()[0][0]
                     read = sum(batch.num_rows for batch in
-                               con.sql(f"SELECT * FROM {name}").to_arrow_reader(100_000))
+                               arrow_reader(con.sql(f"SELECT * FROM {name}"), 100_000))
                     rows[table] = read
                     if read != counted:
                         problems.append(f"{table}: read {read} rows, count(*) says {counted}")

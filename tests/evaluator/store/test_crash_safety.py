@@ -51,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from evaluator.store.db import applied_versions, connect, quote_ident
+from evaluator.store.db import applied_versions, arrow_reader, connect, quote_ident
 from evaluator.store.migrations import MIGRATIONS
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -312,7 +312,7 @@ def check_store(db: Path) -> Fingerprint:
             "AND table_type = 'BASE TABLE' ORDER BY 1").fetchall()]
         assert {"runs", "responses", "evaluations", "check_results", "metric_results", "search_words"} <= set(tables)
         for table in tables:
-            reader = con.sql(f"SELECT * FROM {quote_ident(table)}").to_arrow_reader(50_000)
+            reader = arrow_reader(con.sql(f"SELECT * FROM {quote_ident(table)}"), 50_000)
             read = sum(batch.num_rows for batch in reader)
             assert read == con.execute(f"SELECT count(*) FROM {quote_ident(table)}").fetchall()[0][0], table
         con.execute("PRAGMA database_size").fetchall()

@@ -1,0 +1,210 @@
+"""The store on both back ends (issue 32): a file, and PostgreSQL (`--db postgresql://...`) on a real
+server started for the session (tests/conftest.py `postgres_server`). Each test body runs unchanged on
+both: connect and migrate, ingest, recompute, metrics, reviewers' saves exactly once from several
+processes at once, and the pending-saves journal."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from evaluator.review import pending
+from evaluator.store.db import applied_versions, connect, fetch_value, is_server, migrate
+from evaluator.store.migrations import MIGRATIONS
+from tests.conftest import FIXTURES, ROOT, postgres_extension_missing
+
+TOY = FIXTURES / "trust_toy.jsonl"
+pytestmark = pytest.mark.xdist_group("postgres")  # one worker starts the session's server
+
+
+def _files_beside(tmp_path: Path) -> set[str]:
+    return {str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")}
+
+
+def test_connect_makes_and_migrates_the_store_once(any_store: str, tmp_path: Path) -> None:
+    before = _files_beside(tmp_path)
+    with connect(any_store) as con:
+        assert applied_versions(con) == [version for version, _, _ in MIGRATIONS]
+        assert migrate(con) == []  # nothing left to do
+        assert fetch_value(con, "SELECT count(*) FROM runs") == 0
+    with connect(any_store, read_only=True) as con:
+        assert fetch_value(con, "SELECT count(*) FROM schema_migrations") == len(MIGRATIONS)
+    if is_server(any_store):  # no lock files, no journal, nothing beside the store
+        assert _files_beside(tmp_path) == before
+
+
+def test_a_reader_finds_no_store_in_an_empty_database(any_store: str) -> None:
+    with pytest.raises(FileNotFoundError, match="no store here yet"), connect(any_store, read_only=True):
+        pass
+
+
+MIGRATE = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[2])
+    from evaluator.store.db import applied_versions, connect
+    with connect(sys.argv[1]) as con:
+        print(len(applied_versions(con)))
+""")
+
+
+def test_processes_starting_at_once_on_a_new_store_migrate_it_once(any_store: str) -> None:
+    """Replicas started together on an empty database: each migrates or finds it migrated; none fails."""
+    processes = [subprocess.Popen([sys.executable, "-c", MIGRATE, any_store, str(ROOT)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outcomes = [process.communicate(timeout=300) for process in processes]
+    assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]
+    assert {out.strip() for out, _ in outcomes} == {str(len(MIGRATIONS))}
+    with connect(any_store, read_only=True) as con:
+        assert fetch_value(con, "SELECT count(*) FROM schema_migrations") == len(MIGRATIONS)
+
+
+def test_ingest_recompute_metrics_and_report_through_the_cli(any_store: str, cli) -> None:
+    cli("ingest", str(TOY), db=any_store, check=True)
+    recomputed = cli("recompute", "--run", "trust_toy", "--ruleset", "grounded", db=any_store, check=True)
+    assert "trust_toy under grounded (6 responses" in recomputed.stdout
+    assert "toy-model" in cli("metrics", "--run", "trust_toy", db=any_store, check=True).stdout
+    assert "unsupported_claim" in cli("report", "--run", "trust_toy", "--ruleset", "grounded", db=any_store,
+                                      check=True).stdout
+    assert "trust_toy" in cli("runs", db=any_store, check=True).stdout
+    with connect(any_store, read_only=True) as con:
+        assert fetch_value(con, "SELECT count(*) FROM responses") == 6
+        assert fetch_value(con, "SELECT count(*) FROM response_results") == 6
+        assert fetch_value(con, "SELECT count(DISTINCT evaluation_id) FROM check_results") == 1
+        assert fetch_value(con, "SELECT count(*) FROM metric_results") == 1
+
+
+def test_both_back_ends_store_the_same_rows(tmp_path: Path, pg_url: str, cli) -> None:
+    """The project's SQL runs unchanged over PostgreSQL's tables: ingest, recompute (both engines), metrics
+    and the search index leave the same rows (ids included) as in a store file."""
+    missing = postgres_extension_missing()
+    if missing:
+        pytest.skip(missing)
+    stores = [str(tmp_path / "store.duckdb"), pg_url]
+    for db in stores:
+        cli("ingest", str(TOY), db=db, check=True)
+        cli("recompute", "--run", "trust_toy", "--ruleset", "grounded", "--engine", "python", db=db, check=True)
+        cli("recompute", "--run", "trust_toy", "--ruleset", "refined", "--engine", "sql", db=db, check=True)
+        cli("metrics", "--run", "trust_toy", db=db, check=True)
+        cli("search-index", "--run", "trust_toy", db=db, check=True)
+    file_rows, server_rows = (_rows(db) for db in stores)
+    assert set(file_rows) == set(server_rows)
+    for table in file_rows:
+        assert file_rows[table] == server_rows[table], table
+
+
+SKIP = {"ingested_at", "created_at", "applied_at", "computed_at", "duration_s", "built_at"}
+
+
+def _rows(db: str) -> dict[str, list[tuple]]:
+    out = {}
+    with connect(db, read_only=True) as con:
+        tables = [row[0] for row in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+            "AND table_schema = current_schema() "
+            "AND table_type = 'BASE TABLE' ORDER BY 1").fetchall()]
+        for table in tables:
+            columns = [row[0] for row in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = $table "
+                "AND table_catalog = current_database() AND table_schema = current_schema() "
+                "ORDER BY ordinal_position", {"table": table}).fetchall()
+                if row[0] not in SKIP]
+            select = ", ".join(f'"{c}"::VARCHAR' for c in columns)
+            # JSON text may differ in spacing between DuckDB and PostgreSQL's json: compare parsed values
+            out[table] = sorted((tuple(_normal(v) for v in row) for row in
+                                 con.execute(f'SELECT {select} FROM "{table}"').fetchall()), key=repr)
+    return out
+
+
+def _normal(value: object) -> object:
+    import json
+    if isinstance(value, str) and value[:1] in "[{":
+        try:
+            return json.dumps(json.loads(value), sort_keys=True)
+        except ValueError:
+            return value
+    return value
+
+
+SAVER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, sys.argv[2])
+    from evaluator.review import pending
+    db, start_at, tokens = sys.argv[1], float(sys.argv[3]), sys.argv[4].split(",")
+    time.sleep(max(0.0, start_at - time.time()))
+    pending.apply(db, tokens, timeout_s=120)
+    for status in (pending.status(db, token) for token in tokens):  # as the page then reads each
+        print(status.token, status.state, ",".join(map(str, status.override_ids)))
+""")
+
+
+def test_saves_applied_by_several_processes_at_once_are_written_exactly_once(any_store: str, cli,
+                                                                             tmp_path: Path) -> None:
+    """Four processes (four dashboard replicas, say) apply the same journal of saves at the same moment:
+    every save is written once, each reports the same ids, none fails. The overrides of one target
+    form one chain: each override's old value is the one before it."""
+    import time
+
+    cli("ingest", str(TOY), db=any_store, check=True)
+    cli("recompute", "--run", "trust_toy", "--ruleset", "grounded", db=any_store, check=True)
+    with connect(any_store, read_only=True) as con:
+        ids = [row[0] for row in con.execute("SELECT response_id FROM responses ORDER BY 1").fetchall()]
+        evaluation = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations")
+    tokens = []
+    for i in range(24):
+        save = {"kind": "override", "response_id": ids[i % 3], "target": "overall",
+                "new_value": "PASS" if i % 2 else "FAIL", "reason": f"save {i}", "reviewer": f"r{i % 4}",
+                "evaluation_id": evaluation}
+        if i % 6 == 5:  # a bulk save: several overrides under one token
+            save = {"kind": "bulk", "reason": f"bulk {i}", "reviewer": "bulk", "evaluation_id": evaluation,
+                    "overrides": [{"response_id": r, "target": "overall", "new_value": "PASS"} for r in ids[3:6]]}
+        tokens.append(pending.submit(any_store, save))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    start_at = time.time() + 2.0
+    processes = [subprocess.Popen([sys.executable, "-c", SAVER, any_store, str(ROOT), str(start_at), ",".join(tokens)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                 for _ in range(4)]
+    outcomes = [process.communicate(timeout=600) for process in processes]
+    assert [process.returncode for process in processes] == [0] * 4, [err for _, err in outcomes]
+    reported = [sorted(line.split() for line in out.splitlines() if re.match(r"[0-9a-f]{32} ", line))
+                for out, _ in outcomes]
+    assert all(len(lines) == len(tokens) for lines in reported), outcomes
+    assert all(lines == reported[0] for lines in reported)  # every process reports the same ids
+    assert {line[1] for line in reported[0]} == {"saved"}
+    assert [pending.status(any_store, token).state for token in tokens] == ["saved"] * len(tokens)
+    assert pending.pending(any_store) == []
+    with connect(any_store, read_only=True) as con:
+        per_token = dict(con.execute("SELECT client_token, count(*) FROM overrides GROUP BY ALL").fetchall())
+        assert per_token == {token: (3 if i % 6 == 5 else 1) for i, token in enumerate(tokens)}
+        assert fetch_value(con, "SELECT count(*) FROM save_tokens") == len(tokens)
+        for response_id in ids[:3]:
+            chain = con.execute("SELECT old_value, new_value FROM overrides WHERE response_id = $r "
+                                "AND target = 'overall' ORDER BY override_id", {"r": response_id}).fetchall()
+            assert all(chain[k][0] == chain[k - 1][1] for k in range(1, len(chain))), chain
+
+
+def test_a_pending_save_is_kept_reported_and_applied_once(any_store: str, cli, tmp_path: Path) -> None:
+    cli("ingest", str(TOY), db=any_store, check=True)
+    with connect(any_store, read_only=True) as con:
+        response_id = fetch_value(con, "SELECT min(response_id) FROM responses")
+    token = pending.submit(any_store, {"kind": "override", "response_id": response_id, "target": "refused",
+                                       "new_value": "REFUSED", "reason": "it declines", "reviewer": "alice"})
+    assert pending.status(any_store, token).state == "pending"
+    assert [r["token"] for r in pending.pending(any_store, response_id)] == [token]
+    first = pending.apply(any_store, [token])
+    again = pending.apply(any_store, [token])  # applied already: reported, not written twice
+    assert first[0].state == "saved" and [s.override_id for s in again] == [first[0].override_id]
+    bad = pending.submit(any_store, {"kind": "override", "response_id": 10**9, "target": "overall",
+                                     "new_value": "PASS", "reason": "gone", "reviewer": "alice"})
+    assert pending.apply(any_store, [bad])[0].state == "failed"
+    assert [r["token"] for r in pending.iter_failed(any_store)] == [bad]
+    assert pending.pending(any_store) == []
+    with connect(any_store, read_only=True) as con:
+        assert fetch_value(con, "SELECT count(*) FROM overrides") == 1
+    if is_server(any_store):  # the journal lives in the database, not beside it
+        assert not any("pending" in name for name in _files_beside(tmp_path))
