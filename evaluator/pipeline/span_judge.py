@@ -33,7 +33,7 @@ from evaluator.pipeline.judges.llm import ENV_API_KEY, ENV_BASE_URL, ENV_MODEL
 from evaluator.pipeline.judges.llm_spans import SPAN_FLAG, SPAN_SEVERITY, LLMSpanJudge, judgeable
 from evaluator.pipeline.metrics.runner import CACHE_INSERT_SQL, StoreJudgeCache
 from evaluator.pipeline.responses import RUN_ROWS_SQL, response_input, spans_json
-from evaluator.store.db import StoreBusyError, atomic, connect, fetch_value
+from evaluator.store.db import StoreBusyError, arrow_reader, atomic, connect, fetch_value
 from evaluator.store.run_lookup import run_id_for
 from evaluator.store.staging import RunChangedError, require_same_run, run_version, snapshot_run, staging_area
 
@@ -73,7 +73,7 @@ def judge_spans(db: str | os.PathLike[str] | None, run_name: str, evaluation_id:
         scon = stage.connect()
         try:
             cache = judge.cache = StoreJudgeCache(scon)
-            rows = [row for batch in scon.sql(RUN_ROWS_SQL, params={"run": run_id}).to_arrow_reader(20_000)
+            rows = [row for batch in arrow_reader(scon.sql(RUN_ROWS_SQL, params={"run": run_id}), 20_000)
                     for row in batch.to_pylist()]
             found: list[dict[str, Any]] = []
             judged = skipped = unfound = 0
