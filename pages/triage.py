@@ -92,7 +92,7 @@ def _question(text: str | None, matches: list[dict]) -> None:
 def _card(row: dict, details: dict, evaluation_id: int, shown: dict, search: str | None) -> None:
     response_id = row["response_id"]
     flags = details["flags"]
-    with st.container(border=True):
+    with st.container(border=True, key=f"triage_card_{response_id}"):
         overridden = " :violet-badge[overridden]" if row["n_overrides"] else ""
         # Names from the run file are cut to one short line; the tooltip holds them in full.
         shown_names = [(label, row[key], names.heading(row[key])) for label, key in
