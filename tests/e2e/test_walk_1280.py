@@ -172,3 +172,53 @@ def test_the_reviewers_and_the_pms_walk_at_1280(walk_store: Path, server: str, l
         expect(laptop.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=30_000)
         settled(laptop)
         assert_whole(laptop, f"{run}: {title}", shots / f"{run}-4-{path or 'overview'}.png")
+
+
+# --- Triage at 1280×800: compact cards, and no control under the table's toolbar (issue 31) ---------
+
+TYPICAL_CARD_PX = 180  # a card with one failing check and a flag's banner (it was ~360 px before)
+CARDS = """() => [...document.querySelectorAll('[class*="st-key-triage_card_"]')].map(card => ({
+  height: card.getBoundingClientRect().height,
+  failing: card.querySelectorAll('.check-line').length,
+  banners: card.querySelectorAll('[role=alert]').length,
+  chips: [...card.querySelectorAll('.check-chip')].map(chip => chip.title)}))"""
+
+
+def test_a_typical_triage_card_is_compact_and_keeps_every_check_reachable(server: str, laptop: Page) -> None:
+    laptop.goto(f"{server}/triage?run=clearpath&flag=potential_hallucination")
+    expect(laptop.locator('[class*="st-key-triage_card_"]').first).to_be_visible(timeout=30_000)
+    settled(laptop)
+    links = laptop.locator('[class*="st-key-triage_card_"] [data-testid="stPageLink"] a')  # drawn, not placeholders
+    expect(links).to_have_count(laptop.locator('[class*="st-key-triage_card_"]').count())
+    assert laptop.evaluate("document.fonts.ready.then(() => document.fonts.status)") == "loaded"  # the app's fonts
+    cards = laptop.evaluate(CARDS)
+    typical = [card for card in cards if card["failing"] == 1 and card["banners"] == 1]
+    assert typical, cards
+    assert max(card["height"] for card in typical) <= TYPICAL_CARD_PX, sorted(c["height"] for c in typical)
+    # the passing and N/A checks are chips whose tooltip gives the verdict and the reason
+    assert all(chip.split(": ")[1].startswith(("PASS — ", "N/A — ")) for card in typical for chip in card["chips"])
+    assert all(len(card["chips"]) == 5 for card in typical)  # the clearpath bot's six checks, one failing
+
+
+def test_the_tables_toolbar_covers_neither_review_these_nor_the_pager(server: str, laptop: Page) -> None:
+    laptop.goto(f"{server}/triage?run=ramayana&view=table")  # 80 responses: a pager above the table
+    grid = laptop.locator('[data-testid="stDataFrame"]').first
+    expect(grid).to_be_visible(timeout=30_000)
+    settled(laptop)
+    box = grid.bounding_box()
+    assert box is not None
+    for row in (0, 1):  # the row markers at the left edge select rows
+        laptop.mouse.click(box["x"] + 12, box["y"] + 35 * (row + 1) + 17)
+        expect(laptop.get_by_text(f"{row + 1} selected")).to_be_visible(timeout=30_000)
+    grid.hover()
+    toolbar = laptop.locator('[data-testid="stElementToolbar"]').first
+    expect(toolbar).to_be_visible()
+    bar = toolbar.bounding_box()
+    assert bar is not None
+    for control in (laptop.get_by_role("link", name="Review these"), laptop.get_by_role("button", name="Next →").first):
+        expect(control).to_be_visible()
+        other = control.bounding_box()
+        assert other is not None
+        apart = (bar["x"] + bar["width"] <= other["x"] or other["x"] + other["width"] <= bar["x"]
+                 or bar["y"] + bar["height"] <= other["y"] or other["y"] + other["height"] <= bar["y"])
+        assert apart, (bar, other)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 from evaluator.review.config import ReviewConfig
 from evaluator.review.overrides import add_override
@@ -265,3 +266,15 @@ def test_opened_from_compare_review_leads_back_to_compare_as_it_was(make_app, sa
     assert back.page == "compare"
     assert "run_a=ramayana" in back.query_string and "run_b=ramayana_v2" in back.query_string
     assert [link.proto.label for link in app.get("page_link") if link.proto.page == "triage"] == ["Triage"]
+
+
+def test_the_answers_unverified_name_is_marked_where_a_passage_holds_part_of_it(make_app, sample_store, query):
+    """The answer says "Sync Bridge Pro" (flagged: no passage holds it); the passages say "Sync Bridge":
+    marked there, so the reviewer sees the near match at a glance (issue 31)."""
+    rid = query(sample_store, "SELECT response_id FROM responses JOIN runs USING (run_id) WHERE name = 'clearpath' "
+                              "AND answer LIKE '%Sync Bridge Pro%' ORDER BY response_id LIMIT 1")[0][0]
+    app = make_app(sample_store, PAGE, response=rid)
+    [table] = [m.value for m in app.markdown if m.value.startswith('<table class="retrieved"')]
+    assert re.findall(r'<mark data-kinds="unverified_term"[^>]*>([^<]*)</mark>', table) == ["Sync Bridge"] * 4
+    assert "part of “Sync Bridge Pro”" in table
+    assert any("(or part of it), in the passage" in m.value for m in app.markdown)  # its legend
