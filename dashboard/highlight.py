@@ -345,6 +345,12 @@ def _attr(text: str) -> str:
     return html.escape(" ".join(text.split()).translate(_TITLE_TABLE))
 
 
+# The chips' shared style (a page showing compact_checks puts it in its style sheet: a card's markup
+# stays short however many checks a bot has).
+COMPACT_CSS = (".check-chip { display: inline-block; border-radius: 0.8em; padding: 0 0.45em; margin: 0 0.2em 0.1em 0; "
+               "font-size: 0.72rem; line-height: 1.5; white-space: nowrap; }")
+
+
 def verdict_badge(verdict: str | None) -> str:
     """A small coloured verdict label, as HTML (Streamlit's :red-badge[] is Markdown, not HTML)."""
     _, colour, background = _VERDICT_CHIP.get(verdict or "", _OTHER_CHIP)
@@ -363,9 +369,7 @@ def compact_checks(rows: Iterable[Mapping[str, Any]]) -> str:
             mark, colour, background = _VERDICT_CHIP[str(verdict)]
             chips.append(f'<span class="check-chip" data-verdict="{html.escape(str(verdict))}" '
                          f'title="{_attr(f"{name}: {verdict} — {reason}" if reason else f"{name}: {verdict}")}" '
-                         f'style="display:inline-block;color:{colour};background:{background};border-radius:0.8em;'
-                         f'padding:0 0.45em;margin:0 0.2em 0.1em 0;font-size:0.72rem;line-height:1.5;'
-                         f'white-space:nowrap">{mark} {escape_text(name)}</span>')
+                         f'style="color:{colour};background:{background}">{mark} {escape_text(name)}</span>')
             continue
         mark, colour, _ = _VERDICT_CHIP.get(verdict or "", _OTHER_CHIP)
         changed = (f' <span style="opacity:0.75">(computed {verdict_badge(row.get("computed"))}, overridden)</span>'

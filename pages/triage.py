@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard import fmt, names, reviewing, table
 from dashboard.common import recompute_hint, select_in_url, sidebar_run_picker, store
-from dashboard.highlight import compact_comment, highlight, inline
+from dashboard.highlight import COMPACT_CSS, compact_comment, highlight, inline
 from dashboard.shell import served_by_app
 from dashboard.triage_url import filters_from_query, review_params
 from evaluator.queries import triage as q
@@ -98,7 +98,7 @@ CARD_CSS = """<style>
 [class*="st-key-triage_card_"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0; }
 [class*="st-key-triage_card_"] [data-testid="stHorizontalBlock"] { gap: 1rem; }
 [class*="st-key-triage_card_"] div.question { margin: 0 0 0.2rem 0 !important; line-height: 1.4; }
-</style>"""
+""" + COMPACT_CSS + "</style>"
 
 
 def _card(row: dict, details: dict, evaluation_id: int, shown: dict, search: str | None) -> None:
