@@ -407,6 +407,9 @@ def _passage(text: str, terms: Sequence[str]) -> str:
 def retrieved_details(items: Sequence[Mapping[str, Any]], threshold: float, *, recorded: bool = True,
                       terms: Sequence[str] = ()) -> str:
     """The retrieved items folded under one summary line (a native <details>, no script)."""
+    if not items:  # nothing to unfold: say why in the line itself
+        said = "Retrieval not recorded in the run file" if not recorded else "Nothing was retrieved"
+        return f'<div class="retrieved-items" style="font-size:0.85rem;margin-top:0.2rem;opacity:0.7">{said}</div>'
     table = retrieved_table(items, threshold, recorded=recorded, terms=terms)
     return (f'<details class="retrieved-items" style="font-size:0.85rem;margin-top:0.2rem">'
             f'<summary style="cursor:pointer;opacity:0.8">Retrieved items ({len(items)})</summary>{table}</details>')

@@ -324,3 +324,12 @@ def test_two_or_more_words_of_a_longer_unverified_name_are_marked_as_part_of_it(
     assert [(s.text, s.note.split(",")[0]) for s in found] == [
         ("Sync Bridge", "part of “Sync Bridge Pro”"), ("Clearpath mobile", "part of “Clearpath Mobile Plus”")]
     assert not term_spans("Resync Bridgestone", ["Sync Bridge"])  # whole words only
+
+
+def test_a_cards_retrieved_items_say_why_there_are_none():
+    from dashboard.highlight import retrieved_details
+
+    assert visible_text(retrieved_details([], 0.35, recorded=False)) == "Retrieval not recorded in the run file"
+    assert visible_text(retrieved_details([], 0.35)) == "Nothing was retrieved"
+    folded = retrieved_details([{"rank": 1, "id": "d", "score": 0.5, "text": "a passage"}], 0.35)
+    assert folded.startswith('<details class="retrieved-items"') and "Retrieved items (1)" in folded

@@ -129,6 +129,7 @@ def test_the_reviewers_and_the_pms_walk_at_1280(walk_store: Path, server: str, l
     laptop.goto(f"{server}/triage?run={run}&evaluation={evaluation_id}")
     expect(laptop.locator("div.answer").first).to_be_visible(timeout=30_000)
     settled(laptop)
+    expect(laptop.get_by_role("link", name="Review these")).to_be_visible()  # drawn (for the screenshot)
     assert_whole(laptop, f"{run}: Triage", shots / f"{run}-1-triage.png")
     first_card = laptop.locator('[class*="st-key-triage_card_"]').first
     expect(first_card.get_by_text("FAIL", exact=True).first).to_be_visible()
