@@ -32,6 +32,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "gold_answer": ("Gold answer", "#b2f2bb"),
     "interpretation_marker": ("Interpretation marker", "#eebefa"),
     "search_match": ("Search match", "#ffec99"),
+    "unverified_term": ("The answer's unverified term (or part of it), in the passage", "#ffc078"),
     # last: a whole sentence (issue 30), under the finer spans it may hold
     FLAG.unsupported_claim: ("Not supported by the retrieved context", "#ffd8a8"),
     SPAN_FLAG: ("Marked unsupported by the LLM judge", "#ffc9c9"),
@@ -146,7 +147,7 @@ def _nearest(answer: str, text: str, near: int) -> int:
     return min(candidates, key=lambda p: abs(p - near)) if candidates else -1
 
 
-def highlight(answer: str, spans: Iterable[Any] = (), *, limit: int | None = None) -> str:
+def highlight(answer: str, spans: Iterable[Any] = (), *, limit: int | None = None, box_style: str = BOX_STYLE) -> str:
     """The answer as one safe HTML block, spans wrapped in <mark> coloured by kind.
 
     Overlapping spans split into segments; each segment is coloured by its highest-priority
@@ -156,6 +157,15 @@ def highlight(answer: str, spans: Iterable[Any] = (), *, limit: int | None = Non
     located = locate(answer, spans)
     truncated = limit is not None and len(answer) > limit
     shown = answer[:limit] if truncated and limit is not None else answer
+    parts = [_marked(shown, located)]
+    if truncated:
+        parts.append(f'<span style="opacity:0.6"> … ({len(answer) - len(shown):,} more characters; '
+                     "open the response in Review to read it all)</span>")
+    return f'<div class="answer" {BIDI} style="{box_style}">{"".join(parts)}</div>'
+
+
+def _marked(shown: str, located: Sequence[_Span]) -> str:
+    """`shown` escaped, its located spans wrapped in <mark> (see highlight)."""
     bounds = {0, len(shown)}
     for span in located:
         if span.start < len(shown):
@@ -168,10 +178,7 @@ def highlight(answer: str, spans: Iterable[Any] = (), *, limit: int | None = Non
         kinds = sorted({s.kind for s in covering}, key=lambda k: (PRIORITY.get(k, len(PRIORITY)), k))
         notes = list(dict.fromkeys(s.note for s in covering if s.note))
         parts.append(_mark(piece, kinds, notes) if kinds else piece)
-    if truncated:
-        parts.append(f'<span style="opacity:0.6"> … ({len(answer) - len(shown):,} more characters; '
-                     "open the response in Review to read it all)</span>")
-    return f'<div class="answer" {BIDI} style="{BOX_STYLE}">{"".join(parts)}</div>'
+    return "".join(parts)
 
 
 def _mark(piece: str, kinds: list[str], notes: Sequence[str] = ()) -> str:
@@ -195,12 +202,13 @@ def question(text: str | None) -> str:
             f'overflow-wrap:break-word;margin:0.25rem 0 0.5rem 0">{escape_text(text or "")}</div>')
 
 
-def legend(kinds: Iterable[str] | None = None) -> str:
-    """Colour key for the given kinds (default: all known kinds)."""
+def legend(kinds: Iterable[str] | None = None, *, compact: bool = False) -> str:
+    """Colour key for the given kinds (default: all known kinds); `compact`: one slim line (a card's)."""
     wanted = list(KINDS) if kinds is None else sorted(set(kinds), key=lambda k: (PRIORITY.get(k, 99), k))
     items = [f'<mark style="background:{kind_colour(k)};color:#1b1b1b;padding:0 0.35em;border-radius:0.2em;'
              f'margin-right:0.6em">{escape_text(kind_label(k))}</mark>' for k in wanted]
-    return '<div style="font-size:0.85rem;line-height:2">' + "".join(items) + "</div>"
+    spacing = "line-height:1.5;margin-top:0.15rem" if compact else "line-height:2"
+    return f'<div style="font-size:0.85rem;{spacing}">' + "".join(items) + "</div>"
 
 
 def banner(text: str) -> str:
@@ -247,10 +255,54 @@ def short_id(item_id: str) -> str:
     return item_id if len(item_id) <= ID_CHARS else f"{item_id[:8]}…{item_id[-5:]}"
 
 
-def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, recorded: bool = True) -> str:
+# The answer's spans whose text the retrieved items were searched for (SPEC §5's unverified details).
+UNVERIFIED_KINDS = ("unverified_price", "proper_noun")
+_AMOUNT = re.compile(r"\$\d+(?:\.\d{2})?")
+
+
+def unverified_terms(spans: Iterable[Any]) -> list[str]:
+    """The distinct texts of the answer's unverified prices and proper nouns, in order."""
+    found = (_as_span(span) for span in spans)
+    return list(dict.fromkeys(s.text for s in found if s is not None and s.kind in UNVERIFIED_KINDS and s.text.strip()))
+
+
+def _word_runs(term: str) -> list[str]:
+    """The term, then its runs of two or more consecutive words, longest first ("Sync Bridge Pro":
+    itself, "Sync Bridge", "Bridge Pro"), each as a pattern of any spacing."""
+    words = term.split()
+    runs = [words[i:i + n] for n in range(len(words), 1, -1) for i in range(len(words) - n + 1)] or [words]
+    return [r"\s+".join(re.escape(word) for word in run) for run in runs]
+
+
+def term_spans(passage: str, terms: Iterable[str]) -> list[_Span]:
+    """Where a passage holds one of the answer's unverified terms, as a reviewer would look for it: any
+    case, any spacing, two or more of its words in a row ("Sync Bridge" of "Sync Bridge Pro"), and a
+    price's amount on its own ("$145" of "$145/month") — the near matches the exact rule did not
+    count, which make a false positive (or a true one) plain to see."""
+    out: list[_Span] = []
+    for term in terms:
+        patterns = _word_runs(term)
+        amount = _AMOUNT.match(term.strip())
+        if amount and amount.group(0) != term.strip():
+            patterns.append(re.escape(amount.group(0)) + r"(?!\d|\.\d)")
+        taken: list[tuple[int, int]] = []
+        for pattern in patterns:  # longest first; a shorter run inside a longer match is not marked again
+            for match in re.finditer(rf"(?<!\w){pattern}(?!\w)", passage, flags=re.IGNORECASE):
+                if any(a <= match.start() and match.end() <= b for a, b in taken):
+                    continue
+                taken.append((match.start(), match.end()))
+                whole = match.group(0).split() == term.split() or pattern == patterns[0]
+                note = (f"“{term}”, which the answer holds and the check could not verify" if whole else
+                        f"part of “{term}”, which the answer holds and the check could not verify")
+                out.append(_Span(match.start(), match.end(), match.group(0), "unverified_term", note))
+    return out
+
+
+def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, recorded: bool = True,
+                    terms: Sequence[str] = ()) -> str:
     """Retrieved items with scores as a safe HTML table; items below the threshold are dimmed.
     ``recorded`` False: the run's file records no retrieval, so no items is not "nothing was
-    retrieved" (issue 28)."""
+    retrieved" (issue 28). ``terms``: the answer's unverified terms, marked where a passage holds them."""
     rows = []
     for item in items:
         score = item.get("score")
@@ -268,7 +320,7 @@ def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, rec
             f'<td style="padding:0.25rem 0.5rem;white-space:nowrap">{score_text}{note}</td>'
             f'<td {BIDI} style="padding:0.25rem 0.5rem;white-space:pre-wrap;overflow-wrap:break-word;'
             f'unicode-bidi:isolate">'
-            f'{escape_text(str(item.get("text") or ""))}</td></tr>'
+            f'{_passage(str(item.get("text") or ""), terms)}</td></tr>'
         )
     if not rows and not recorded:
         return '<div style="opacity:0.7">The run records no retrieval: what was retrieved is not known.</div>'
@@ -307,3 +359,95 @@ def closest_context(rows: Iterable[Mapping[str, Any]], *, limit: int = 200) -> s
     if not items:
         return ""
     return f'<ul class="closest-context" style="padding-left:1.2rem;margin:0.25rem 0">{"".join(items)}</ul>'
+
+
+# --- Triage's compact card (issue 31): the same information in about a third of the height -------
+
+COMPACT_BOX_STYLE = ("unicode-bidi:isolate;white-space:pre-wrap;overflow-wrap:break-word;line-height:1.45;"
+                     "font-size:0.92rem;padding:0.3rem 0.6rem;border:1px solid rgba(128,128,128,0.35);"
+                     "border-radius:0.4rem;max-height:6.6em;overflow-y:auto")  # about four lines, then it scrolls
+_VERDICT_CHIP = {"PASS": ("✓", "#2b8a3e", "rgba(64,192,87,0.14)"), "FAIL": ("✗", "#c92a2a", "rgba(250,82,82,0.14)"),
+                 "N/A": ("–", "#868e96", "rgba(134,142,150,0.12)")}
+_OTHER_CHIP = ("•", "#5f3dc4", "rgba(132,94,247,0.12)")
+
+
+def _attr(text: str) -> str:
+    """Untrusted text for a double-quoted attribute (a tooltip): escaped, invisible characters shown."""
+    return html.escape(" ".join(text.split()).translate(_TITLE_TABLE))
+
+
+# The chips' shared style (a page showing compact_checks puts it in its style sheet: a card's markup
+# stays short however many checks a bot has).
+COMPACT_CSS = (".check-chip { display: inline-block; border-radius: 0.8em; padding: 0 0.45em; margin: 0 0.2em 0.1em 0; "
+               "font-size: 0.72rem; line-height: 1.5; white-space: nowrap; }")
+
+
+def verdict_badge(verdict: str | None) -> str:
+    """A small coloured verdict label, as HTML (Streamlit's :red-badge[] is Markdown, not HTML)."""
+    _, colour, background = _VERDICT_CHIP.get(verdict or "", _OTHER_CHIP)
+    return (f'<span class="verdict" style="color:{colour};background:{background};border-radius:0.3em;'
+            f'padding:0 0.3em;font-size:0.8em;font-weight:600">{escape_text(verdict or "—")}</span>')
+
+
+def compact_checks(rows: Iterable[Mapping[str, Any]]) -> str:
+    """A card's checks as one HTML block: each failing (or overridden, or other) check on its own line
+    with its reason written out; the passing and N/A ones as one row of small chips whose tooltip
+    gives the verdict and the reason."""
+    lines, chips = [], []
+    for row in rows:
+        verdict, name, reason = row.get("verdict"), str(row.get("check") or ""), str(row.get("reason") or "")
+        if verdict in ("PASS", "N/A") and not row.get("overridden"):
+            mark, colour, background = _VERDICT_CHIP[str(verdict)]
+            chips.append(f'<span class="check-chip" data-verdict="{html.escape(str(verdict))}" '
+                         f'title="{_attr(f"{name}: {verdict} — {reason}" if reason else f"{name}: {verdict}")}" '
+                         f'style="color:{colour};background:{background}">{mark} {escape_text(name)}</span>')
+            continue
+        mark, colour, _ = _VERDICT_CHIP.get(verdict or "", _OTHER_CHIP)
+        changed = (f' <span style="opacity:0.75">(computed {verdict_badge(row.get("computed"))}, overridden)</span>'
+                   if row.get("overridden") else "")
+        lines.append(f'<div class="check-line" style="margin-bottom:0.15rem"><span style="color:{colour}">{mark}'
+                     f'</span> <b>{escape_text(name)}</b> {verdict_badge(verdict)}{changed}'
+                     f'{" — " + escape_text(reason) if reason else ""}</div>')
+    if not lines and not chips:
+        return '<div style="opacity:0.7">No checks in this evaluation.</div>'
+    row_of_chips = f'<div class="check-chips">{"".join(chips)}</div>' if chips else ""
+    return (f'<div class="checks-compact" {BIDI} style="unicode-bidi:isolate;font-size:0.85rem;line-height:1.4">'
+            f'{"".join(lines)}{row_of_chips}</div>')
+
+
+BANNER_COLOURS = {"banner-no-context": ("rgba(255,212,59,0.22)", "#fab005"),
+                  "banner-unverified": ("rgba(255,146,43,0.18)", "#fd7e14")}
+
+
+def compact_banner(text: str, kind: str) -> str:
+    """A §5 banner as one slim line (a card's; Review shows the full-size ones), cut at the card's width
+    with its whole text in the tooltip. `kind` is its class: banner-no-context (yellow) or
+    banner-unverified (orange)."""
+    background, edge = BANNER_COLOURS[kind]
+    return (f'<div role="alert" class="{kind}" title="{_attr(text)}" style="background:{background};'
+            f'border-left:0.25rem solid {edge};padding:0.05rem 0.5rem;border-radius:0.3rem;margin-bottom:0.2rem;'
+            f'font-size:0.78rem;line-height:1.4;color:inherit;white-space:nowrap;overflow:hidden;'
+            f'text-overflow:ellipsis">⚠️ {escape_text(text)}</div>')
+
+
+def _passage(text: str, terms: Sequence[str]) -> str:
+    marks = term_spans(text, terms) if terms else []
+    return _marked(text, marks) if marks else escape_text(text)
+
+
+def retrieved_details(items: Sequence[Mapping[str, Any]], threshold: float, *, recorded: bool = True,
+                      terms: Sequence[str] = ()) -> str:
+    """The retrieved items folded under one summary line (a native <details>, no script)."""
+    if not items:  # nothing to unfold: say why in the line itself
+        said = "Retrieval not recorded in the run file" if not recorded else "Nothing was retrieved"
+        return f'<div class="retrieved-items" style="font-size:0.85rem;margin-top:0.2rem;opacity:0.7">{said}</div>'
+    table = retrieved_table(items, threshold, recorded=recorded, terms=terms)
+    return (f'<details class="retrieved-items" style="font-size:0.85rem;margin-top:0.2rem">'
+            f'<summary style="cursor:pointer;opacity:0.8">Retrieved items ({len(items)})</summary>{table}</details>')
+
+
+def compact_comment(text: str) -> str:
+    """A reviewer comment from the run file as one muted line; the tooltip (and Review) hold it all."""
+    return (f'<div class="comment" {BIDI} title="{_attr(text)}" style="unicode-bidi:isolate;font-size:0.8rem;'
+            f'line-height:1.4;opacity:0.7;margin-top:0.2rem;display:-webkit-box;-webkit-line-clamp:1;'
+            f'-webkit-box-orient:vertical;overflow:hidden"><i>Reviewer comment:</i> {escape_text(text)}</div>')

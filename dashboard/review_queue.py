@@ -29,6 +29,7 @@ class Place:
     query: dict[str, str]  # the Triage query the queue came from
     position: QueuePosition | None
     left_queue: bool = False  # it was in the queue earlier in this session, an override took it out
+    moved: bool = False  # still in the queue, but an override re-sorted it: its place as first seen is kept
 
 
 def place(con: duckdb.DuckDBPyConnection, queue: str | None, response_id: int) -> Place | None:
@@ -42,11 +43,19 @@ def place(con: duckdb.DuckDBPyConnection, queue: str | None, response_id: int) -
     filters, sort, page_size = parsed
     position = queue_position(con, filters, sort, response_id, page_size=page_size)
     places = st.session_state.setdefault(LAST_PLACES, {})
+    known = places.get((queue, response_id))
     if position is not None:
+        if known is not None and _neighbours(known) != _neighbours(position):
+            # A sort by verdict (the default "needs a reviewer") moves a response the reviewer just
+            # overrode to PASS down the list: Next still goes on from where the reviewer was.
+            return Place(query, known, moved=True)
         places[(queue, response_id)] = position
         return Place(query, position)
-    known = places.get((queue, response_id))
     return Place(query, known, left_queue=known is not None)
+
+
+def _neighbours(position: QueuePosition) -> tuple[int, int | None, int | None]:
+    return position.index, position.previous_id, position.next_id
 
 
 def back_params(here: Place | None, run: str, evaluation_id: int) -> dict[str, str]:
@@ -72,6 +81,9 @@ def heading(here: Place) -> None:
     if here.left_queue:
         st.caption(f"Response {position.index:,} of {position.total:,} in this queue when you opened it — "
                    "your override took it out of the queue's filters.")
+    elif here.moved:
+        st.caption(f"Response {position.index:,} of {position.total:,} in this queue when you opened it — "
+                   "your override moved it in the queue's order; Next and Previous go on from where you were.")
     else:
         st.markdown(f"**Response {position.index:,} of {position.total:,}** in this queue")
     row = st.container(horizontal=True)

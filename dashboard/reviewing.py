@@ -53,17 +53,32 @@ def banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> Non
             show(texts[flag])
 
 
+# The compact banner's class of each flag that has a §5 banner (a Triage card's one-line banners).
+COMPACT_BANNERS = {FLAG.no_context_warning: "banner-no-context", FLAG.potential_hallucination: "banner-unverified",
+                   FLAG.unsupported_claim: "banner-unverified"}
+
+
+def compact_banners(flags: Iterable[Mapping[str, Any]], texts: Mapping[str, str]) -> None:
+    """The §5 banners of the raised flags as slim one-line strips, in BANNERS' order (one block)."""
+    names = {f["flag"] for f in flags}
+    shown = [highlight.compact_banner(texts[flag], COMPACT_BANNERS[flag]) for flag in BANNERS if flag in names]
+    if shown:
+        html("".join(shown))
+
+
 def flag_badges(flags: Iterable[Mapping[str, Any]]) -> str:
     colours = {"warning": "orange", "info": "blue"}
     return " ".join(f":{colours.get(f['severity'], 'gray')}-badge[{highlight.inline(f['flag'])}]" for f in flags)
 
 
-def answer(text: str, spans: Sequence[Mapping[str, Any]], *, limit: int | None = None) -> None:
-    """The answer with its spans highlighted, and a legend of the kinds present."""
+def answer(text: str, spans: Sequence[Mapping[str, Any]], *, limit: int | None = None, compact: bool = False) -> None:
+    """The answer with its spans highlighted, and a legend of the kinds present. `compact`: a card's
+    box of about four lines that scrolls for the rest, and a slim legend."""
     located = highlight.locate(text, spans)
-    html(highlight.highlight(text, located, limit=limit))
+    style = highlight.COMPACT_BOX_STYLE if compact else highlight.BOX_STYLE
+    html(highlight.highlight(text, located, limit=limit, box_style=style))
     if located:
-        html(highlight.legend(s.kind for s in located))
+        html(highlight.legend((s.kind for s in located), compact=compact))
 
 
 def closest_context(rows: Sequence[Mapping[str, Any]]) -> None:
@@ -94,8 +109,24 @@ def checks(rows: Sequence[Mapping[str, Any]]) -> None:
     st.markdown("\n".join(lines) if lines else "_No checks in this evaluation._")
 
 
-def retrieved(items: Sequence[Mapping[str, Any]], threshold: float, *, recorded: bool = True) -> None:
-    html(highlight.retrieved_table(items, threshold, recorded=recorded))
+def compact_checks(rows: Sequence[Mapping[str, Any]]) -> None:
+    """A card's checks: failing ones with their reasons, passing and N/A ones as one row of chips."""
+    html(highlight.compact_checks(rows))
+
+
+def retrieved_details(items: Sequence[Mapping[str, Any]], threshold: float, *, recorded: bool = True,
+                      spans: Sequence[Mapping[str, Any]] = ()) -> None:
+    html(highlight.retrieved_details(items, threshold, recorded=recorded, terms=highlight.unverified_terms(spans)))
+
+
+def retrieved(items: Sequence[Mapping[str, Any]], threshold: float, *, recorded: bool = True,
+              spans: Sequence[Mapping[str, Any]] = ()) -> None:
+    """The retrieved items; where a passage holds one of the answer's unverified terms (from `spans`,
+    in any case or spacing), it is marked there, with a legend."""
+    terms = highlight.unverified_terms(spans)
+    html(highlight.retrieved_table(items, threshold, recorded=recorded, terms=terms))
+    if any(highlight.term_spans(str(item.get("text") or ""), terms) for item in items):
+        html(highlight.legend(["unverified_term"]))
 
 
 def question(text: str | None) -> None:

@@ -29,6 +29,7 @@ ACTIONS = {"confirm": "Confirm the computed verdict", "set": "Override to a valu
 SAVE_WAIT_S = 2.0  # then the save stays pending (never lost) and the background writer lands it
 
 
+TOOLBAR_ROOM_PX = 16  # with the gaps on either side (16 px each), clears the 44 px the hover toolbar takes
 QUESTION_CHARS = 80  # the question, cut to one line of the table; Review shows it whole
 
 

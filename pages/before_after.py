@@ -55,6 +55,7 @@ with store() as con:
     ida, idb = eval_a["evaluation_id"], eval_b["evaluation_id"]
     timing = q.durations(con, ida, idb)
     what_changed = q.rule_change(con, ida, idb)
+    peer = q.peer_tool(con, ida) or q.peer_tool(con, idb)  # one side is a peer tool's own grades
     # A = legacy tells a different story than the run file's recorded verdicts where they disagree: say why.
     recorded = q.latest_evaluation(con, run, "recorded") if "legacy" in (name_a, name_b) else None
     legacy = eval_a if name_a == "legacy" else eval_b
@@ -164,6 +165,11 @@ for column, r in zip(columns, totals, strict=False):
                   f"{fmt.percent(r['false_failure_rate_a'])} → {fmt.percent(r['false_failure_rate_b'])}",
                   **change(r["false_failure_rate_b"] - r["false_failure_rate_a"], lower_is_better=True), border=True)
 st.caption(q.FALSE_FAILURE_DEFINITION)
+if peer:
+    st.warning(f"One side holds {md(peer)}'s own grades, the other this product's checks: they measure different "
+               "things, so a response one fails and the other passes is a disagreement, not a false failure. Read "
+               "the false-failure rate here as how often they disagree; the flipped responses below tell which "
+               "is right.", icon=":material/warning:")
 
 # --- per provider x template, side by side ------------------------------------------------------
 st.subheader("Per template and provider")

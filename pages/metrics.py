@@ -11,6 +11,10 @@ from evaluator.queries import metrics as q
 
 served_by_app()
 
+LEGEND_BESIDE = 6  # runs whose legend fits beside the "All runs" chart; more go below it
+LEGEND_PER_ROW = 5
+LEGEND_ROW_PX = 24
+
 CARDS = 8  # providers of the run with F1GR / F1AC cards (four a row); the tables list the whole page
 HEATMAPS = 4  # providers of the run with a confusion-matrix chart; the table lists the whole page
 
@@ -55,7 +59,13 @@ if everything:
                      text="label", range_y=[0, 1.1], labels={"provider": "", "value": ""},
                      category_orders={"provider": list(labels.values()), "run": list(run_labels.values())})
     fig.update_traces(textposition="outside", textfont_size=12, cliponaxis=False)
-    charts.titled(fig, height=340, margin={"t": 40, "b": 10})
+    # Past a few runs the legend beside the chart scrolls: it goes below, in rows, and the chart grows.
+    legend_rows = 0 if len(run_labels) <= LEGEND_BESIDE else -(-len(run_labels) // LEGEND_PER_ROW)
+    if legend_rows:
+        fig.update_layout(legend={"orientation": "h", "x": 0, "xanchor": "left", "y": 0, "yanchor": "bottom",
+                                  "yref": "container"})
+    charts.titled(fig, height=340 + LEGEND_ROW_PX * legend_rows,
+                  margin={"t": 40, "b": 10 + LEGEND_ROW_PX * legend_rows})
     st.plotly_chart(fig, key="metrics_all_chart")
     if n_all > len(all_shown):
         st.caption(f"{len(all_shown)} of {n_all:,} providers (most responses first); "

@@ -298,7 +298,7 @@ with left:
     st.subheader("Checks")
     reviewing.checks(checks)
     st.subheader("Retrieved items")
-    reviewing.retrieved(retrieved, shown["threshold"], recorded=resp["retrieval_recorded"])
+    reviewing.retrieved(retrieved, shown["threshold"], recorded=resp["retrieval_recorded"], spans=spans)
 with right:
     config = load_review_config()
     reviewer = reviewing.identity_panel(config)

@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard import fmt, names, reviewing, table
 from dashboard.common import recompute_hint, select_in_url, sidebar_run_picker, store
-from dashboard.highlight import highlight, inline
+from dashboard.highlight import COMPACT_CSS, compact_comment, highlight, inline
 from dashboard.shell import served_by_app
 from dashboard.triage_url import filters_from_query, review_params
 from evaluator.queries import triage as q
@@ -89,10 +89,22 @@ def _question(text: str | None, matches: list[dict]) -> None:
     reviewing.html(f'<div class="question" style="font-weight:600;margin:0.25rem 0 0.5rem 0">{marked}</div>')
 
 
+# A constant style sheet (no data in it) for the compact cards (issue 31): slimmer padding and gaps,
+# the Review link as a small link. Keyed containers carry the class st-key-<key>.
+CARD_CSS = """<style>
+[class*="st-key-triage_card_"] { padding: 0.45rem 0.75rem !important; gap: 0.2rem !important; }
+[class*="st-key-triage_card_"] [data-testid="stPageLink"] a { padding: 0 0.25rem; min-height: 0; }
+[class*="st-key-triage_card_"] [data-testid="stMarkdownContainer"] { margin-bottom: 0 !important; }
+[class*="st-key-triage_card_"] [data-testid="stMarkdownContainer"] p { margin-bottom: 0; }
+[class*="st-key-triage_card_"] [data-testid="stHorizontalBlock"] { gap: 1rem; }
+[class*="st-key-triage_card_"] div.question { margin: 0 0 0.2rem 0 !important; line-height: 1.4; }
+""" + COMPACT_CSS + "</style>"
+
+
 def _card(row: dict, details: dict, evaluation_id: int, shown: dict, search: str | None) -> None:
     response_id = row["response_id"]
     flags = details["flags"]
-    with st.container(border=True):
+    with st.container(border=True, key=f"triage_card_{response_id}", gap=None):
         overridden = " :violet-badge[overridden]" if row["n_overrides"] else ""
         # Names from the run file are cut to one short line; the tooltip holds them in full.
         shown_names = [(label, row[key], names.heading(row[key])) for label, key in
@@ -101,24 +113,24 @@ def _card(row: dict, details: dict, evaluation_id: int, shown: dict, search: str
         model = f" · {shown_names[2][2][0]}" if len(shown_names) > 2 else ""
         full = "\n\n".join(f"{label}: {inline(value)}" for label, value, (_, cut) in shown_names if cut)
         template = f" · {inline(fmt.template(row['template_group']))}"
-        head, link = st.columns([6, 1], vertical_alignment="center")
+        head, link = st.columns([6, 1], vertical_alignment="center", gap="small")
         head.markdown(f"**{qid}** · {provider}{model}{template} · "
                       f"{reviewing.badge(row['overall'])}{overridden} {reviewing.flag_badges(flags)}",
                       help=full or None)
         link.page_link("pages/review.py", label="Review", icon=":material/rate_review:",
                        query_params=review_params(response_id, evaluation_id, st.query_params.to_dict()))
-        left, right = st.columns([3, 2], gap="medium")
-        with left:
+        left, right = st.columns([5, 4], gap="medium")
+        with left.container(gap=None):
             _question(row["question"], q.search_matches(row["question"], search))
-            reviewing.banners(flags, shown["banners"])
             reviewing.answer(row["answer"], [*details["spans"], *q.search_matches(row["answer"], search)],
-                             limit=3000)
+                             limit=3000, compact=True)
             if row["comment"]:
-                reviewing.labelled("Reviewer comment", row["comment"], muted=True)
-        with right:
-            reviewing.checks(details["checks"])
-            with st.expander(f"Retrieved items ({len(details['retrieved'])})"):
-                reviewing.retrieved(details["retrieved"], shown["threshold"], recorded=row["retrieval_recorded"])
+                reviewing.html(compact_comment(row["comment"]))
+        with right.container(gap=None):
+            reviewing.compact_banners(flags, shown["banners"])
+            reviewing.compact_checks(details["checks"])
+            reviewing.retrieved_details(details["retrieved"], shown["threshold"],
+                                        recorded=row["retrieval_recorded"], spans=details["spans"])
 
 
 # Reviewers' overrides against the evaluator's verdicts; the Human labels page is the annotators' side.
@@ -215,15 +227,17 @@ def _responses(con, run: str) -> None:  # type: ignore[no-untyped-def]
     pages = max(1, math.ceil(total / size))
     evaluation_id = filters.evaluation_id
     ids = [row["response_id"] for row in rows]
-    count_col, link_col = st.columns([4, 1], vertical_alignment="center")
-    count_col.markdown(f"**{total}** matching response{'s' if total != 1 else ''}")
+    # "Review these" beside the count, at the left: the table's hover toolbar takes the right end of the
+    # strip above the table, where it would cover a control (issue 31).
+    count_row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
+    count_row.markdown(f"**{total}** matching response{'s' if total != 1 else ''}", width="content")
     if not rows:
         st.info("No response matches these filters.")
         return
     first = ids[0] if current == 1 else q.first_id(con, filters, sort)
     if first is not None:
-        link_col.page_link("pages/review.py", label="Review these", icon=":material/play_arrow:",
-                           query_params=review_params(first, evaluation_id, st.query_params.to_dict()))
+        count_row.page_link("pages/review.py", label="Review these", icon=":material/play_arrow:",
+                            query_params=review_params(first, evaluation_id, st.query_params.to_dict()))
     if pages > 1:
         _pager(total, current, pages, size, "top")
     if view == "table":
@@ -232,6 +246,7 @@ def _responses(con, run: str) -> None:  # type: ignore[no-untyped-def]
         details = {"checks": q.checks(con, evaluation_id, ids), "flags": q.flags(con, evaluation_id, ids),
                    "retrieved": q.retrieved(con, ids), "spans": span_view.of(con, evaluation_id, ids)}
         shown = q.display_rules(con, evaluation_id)
+        st.html(CARD_CSS)
         for row in rows:
             _card(row, {k: v[row["response_id"]] for k, v in details.items()}, evaluation_id, shown, filters.text)
     if pages > 1 and len(rows) > 5:
@@ -246,6 +261,9 @@ def _table(con, rows: list[dict], evaluation_id: int, shown_as: object) -> None:
     table.messages()
     frame = table.frame(rows, q.checks(con, evaluation_id, ids), q.flags(con, evaluation_id, ids), evaluation_id,
                         st.query_params.to_dict())
+    # The hover toolbar of st.dataframe sits in the strip above its top right corner (44 px): this
+    # row keeps that strip clear of controls (the pager's Next, "Review these").
+    st.space(table.TOOLBAR_ROOM_PX)
     selected = [ids[i] for i in table.show(frame) if 0 <= i < len(ids)]
     table.bulk_panel(con, selected, evaluation_id, q.computed_values(con, evaluation_id, selected) if selected else {})
 

@@ -32,7 +32,7 @@ from evaluator.queries.overview import (
     shown_pairs_cte,
     verdicts_cte,
 )
-from evaluator.rules.describe import describe_change
+from evaluator.rules.describe import PEER_TOOLS, describe_change
 from evaluator.rules.load import load_rules, rules_from_text
 from evaluator.rules.model import Rules
 from evaluator.store.db import quote_ident
@@ -337,6 +337,14 @@ def _evaluation_rules(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> tup
     return ruleset, rules_from_text(text, source or "<stored rules>"), profile
 
 
+def peer_tool(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> str | None:
+    """The peer tool (its name) whose own grades are this recorded evaluation's verdicts, else None
+    (our own evaluator's recorded verdicts, or not a recorded evaluation)."""
+    row = con.execute("SELECT e.ruleset, r.source_format FROM evaluations e JOIN runs r USING (run_id) "
+                      "WHERE e.evaluation_id = $e", {"e": int(evaluation_id)}).fetchone()
+    return PEER_TOOLS.get(row[1]) if row is not None and row[0] == "recorded" else None
+
+
 def rule_change(con: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: int) -> str | None:
     """One sentence saying what evaluation B's rule set does differently from A's, generated from the
     two rule sets' difference (evaluator.rules.describe); None when B holds recorded verdicts."""
@@ -344,7 +352,9 @@ def rule_change(con: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b:
     name_b, rules_b, _ = _evaluation_rules(con, evaluation_b)
     if rules_b is None:
         return None
+    [(source_format,)] = con.execute("SELECT r.source_format FROM evaluations e JOIN runs r USING (run_id) "
+                                     "WHERE e.evaluation_id = $e", {"e": int(evaluation_a)}).fetchall()
     try:
-        return describe_change(name_a, rules_a, name_b, rules_b, profile)
+        return describe_change(name_a, rules_a, name_b, rules_b, profile, recorded_by=source_format)
     except ValueError:  # a rule set one of the stored rules files does not define: nothing to compare
         return None

@@ -31,6 +31,11 @@ PROFILE_FIELDS = {
 }
 
 
+# Peer tools whose files carry their own grades as the recorded verdicts (runs.source_format), by name.
+PEER_TOOLS = {"inspectorraget": "InspectorRAGet", "promptfoo": "promptfoo", "inspect": "Inspect", "ragas": "Ragas",
+              "deepeval": "DeepEval", "phoenix": "Phoenix"}
+
+
 def _names(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
@@ -59,11 +64,18 @@ def _field_changes(a: object, b: object, fields: dict[str, str]) -> list[str]:
 
 
 def describe_change(name_a: str, rules_a: Rules | None, name_b: str, rules_b: Rules,
-                    profile: str | None = None) -> str:
+                    profile: str | None = None, *, recorded_by: str | None = None) -> str:
     """One sentence: what evaluating under `name_b` (of `rules_b`) does differently from `name_a`
     (of `rules_a`; None = the run file's recorded verdicts, compared through `rules_b`'s legacy rule
-    set when it has one). `profile` names the run's bot profile, whose settings are compared too."""
+    set when it has one). `profile` names the run's bot profile, whose settings are compared too.
+    `recorded_by` is the run file's format: a peer tool's recorded verdicts are its own scorers'
+    grades, which no rule set of ours reproduces."""
     prefix = ""
+    if rules_a is None and recorded_by in PEER_TOOLS:
+        tool = PEER_TOOLS[recorded_by]
+        return (f"A holds the grades {tool} recorded in the run file (its own scorers, kept as checks named "
+                f"{recorded_by}:…); B re-evaluates every response under {name_b} with this product's checks. They "
+                "measure different things: a verdict that differs is not a change of rules.")
     if rules_a is None:
         if "legacy" not in rules_b.ruleset_names or name_b == "legacy":
             return (f"A holds the verdicts recorded in the run file, from the evaluator that produced it; B "

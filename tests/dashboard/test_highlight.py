@@ -242,3 +242,94 @@ def test_a_spans_reason_and_support_score_are_in_its_tooltip_inert():
     [title] = re.findall(r'<mark[^>]* title="([^"]*)"', out)
     assert title == ("Not supported by the retrieved context — not in the retrieved context: number "
                      "&#x27;170&#x27; &lt;b&gt; · support 0.25")
+
+
+# --- Triage's compact card (issue 31) ---------------------------------------------------------------
+
+HOSTILE = '<img src=x onerror=alert(1)>"quoted" [l](javascript:x) \u202e'
+
+
+def test_compact_checks_write_out_failing_reasons_and_chip_the_rest_with_the_reason_in_the_tooltip():
+    from dashboard.highlight import compact_checks
+
+    out = compact_checks([
+        {"check": "no_hallucination", "verdict": "FAIL", "reason": "price '$145/month' is not in the context"},
+        {"check": "retrieval_check", "verdict": "PASS", "reason": "3 of 3 retrieved items score at least 0.35"},
+        {"check": "routing_check", "verdict": "N/A", "reason": "not applicable to this bot"},
+        {"check": "cites", "verdict": "PASS", "computed": "FAIL", "overridden": True, "reason": "r"},
+    ])
+    lines = re.findall(r'<div class="check-line".*?</div>', out)
+    assert [visible_text(line).split(" — ")[0] for line in lines] == [
+        "✗ no_hallucination FAIL", "✓ cites PASS (computed FAIL, overridden)"]  # overridden: written out too
+    assert "price '$145/month' is not in the context" in visible_text(lines[0])
+    chips = re.findall(r'<span class="check-chip" data-verdict="([^"]*)" title="([^"]*)"[^>]*>(.*?)</span>', out)
+    assert [(v, html.unescape(t), visible_text(x)) for v, t, x in chips] == [
+        ("PASS", "retrieval_check: PASS — 3 of 3 retrieved items score at least 0.35", "✓ retrieval_check"),
+        ("N/A", "routing_check: N/A — not applicable to this bot", "– routing_check")]
+
+
+def test_compact_checks_banner_comment_and_retrieved_items_stay_inert():
+    from dashboard.highlight import compact_banner, compact_checks, compact_comment, retrieved_details
+
+    for out in (compact_checks([{"check": HOSTILE, "verdict": "FAIL", "reason": HOSTILE},
+                                {"check": HOSTILE, "verdict": "PASS", "reason": HOSTILE}]),
+                compact_banner(HOSTILE, "banner-unverified"), compact_comment(HOSTILE),
+                retrieved_details([{"rank": 1, "id": HOSTILE, "score": 0.5, "text": HOSTILE}], 0.35)):
+        assert "<img" not in out and "<a " not in out and "href" not in out and "\u202e" not in out
+        assert '"quoted"' not in out  # a quote never closes an attribute
+        assert "U+202E" in visible_text(out) or "U+202E" in html.unescape(out)
+
+
+def test_a_compact_banner_is_one_line_with_its_text_in_the_tooltip():
+    from dashboard.highlight import compact_banner
+
+    out = compact_banner("Some details could not be verified.", "banner-no-context")
+    assert out.startswith('<div role="alert" class="banner-no-context" title="Some details could not be verified.')
+    assert "white-space:nowrap" in out and "text-overflow:ellipsis" in out
+    assert visible_text(out) == "⚠️ Some details could not be verified."
+
+
+# --- Review: the answer's unverified terms marked in the retrieved passages (issue 31) ------------------
+
+def test_a_passage_marks_the_answers_unverified_terms_in_any_case_spacing_and_a_prices_amount():
+    from dashboard.highlight import retrieved_table, unverified_terms
+
+    spans = [{"start": 0, "end": 10, "text": "$145/month", "kind": "unverified_price"},
+             {"start": 20, "end": 31, "text": "Sync Bridge", "kind": "proper_noun"},
+             {"start": 40, "end": 44, "text": "Rama", "kind": "gold_answer"}]  # not an unverified term
+    terms = unverified_terms(spans)
+    assert terms == ["$145/month", "Sync Bridge"]
+    out = retrieved_table([{"rank": 1, "id": "d", "score": 0.5,
+                            "text": "Teams: $145 per month. SYNC  bridge add-on; $1450 or $145.50 is another. Rama"}],
+                          0.35, terms=terms)
+    assert [text for kinds, text in marks(out)] == ["$145", "SYNC  bridge"]
+    assert all(kinds == "unverified_term" for kinds, _ in marks(out))
+    assert "the check could not verify" in html.unescape(out)
+
+
+def test_a_passage_marks_stay_inert_on_hostile_terms_and_text():
+    from dashboard.highlight import retrieved_table
+
+    term = '<img src=x onerror=alert(1)>"x'
+    out = retrieved_table([{"rank": 1, "id": "d", "score": 0.5, "text": f"see {term} here"}], 0.35, terms=[term])
+    assert "<img" not in out and marks(out) == [("unverified_term", term)]
+    assert re.search(r'title="[^"]*&lt;img src=x onerror=alert\(1\)&gt;&quot;x', out)
+
+
+def test_two_or_more_words_of_a_longer_unverified_name_are_marked_as_part_of_it():
+    from dashboard.highlight import term_spans
+
+    found = term_spans("Sync Bridge connects Clearpath to Google Drive. The Clearpath mobile app.",
+                       ["Sync Bridge Pro", "Drive Connector", "Clearpath Mobile Plus"])
+    assert [(s.text, s.note.split(",")[0]) for s in found] == [
+        ("Sync Bridge", "part of “Sync Bridge Pro”"), ("Clearpath mobile", "part of “Clearpath Mobile Plus”")]
+    assert not term_spans("Resync Bridgestone", ["Sync Bridge"])  # whole words only
+
+
+def test_a_cards_retrieved_items_say_why_there_are_none():
+    from dashboard.highlight import retrieved_details
+
+    assert visible_text(retrieved_details([], 0.35, recorded=False)) == "Retrieval not recorded in the run file"
+    assert visible_text(retrieved_details([], 0.35)) == "Nothing was retrieved"
+    folded = retrieved_details([{"rank": 1, "id": "d", "score": 0.5, "text": "a passage"}], 0.35)
+    assert folded.startswith('<details class="retrieved-items"') and "Retrieved items (1)" in folded

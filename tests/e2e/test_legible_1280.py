@@ -9,22 +9,12 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import run_cli
+from tests.e2e.legible import CUT_METRICS
 
 PROMPTFOO = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "promptfoo_current.json"
 CLAPNQ = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspectorraget_clapnq.json"
 
 pytestmark = pytest.mark.xdist_group("e2e_legible_1280")  # one store and one server for the module
-
-# Each metric's label and value: the text, and whether the box that holds it is narrower than the
-# text (Streamlit's stMarkdownEllipsis cuts with "…" by CSS, so the DOM text stays whole).
-CUT_METRICS = """() => [...document.querySelectorAll('[data-testid=stMetric]')].flatMap(metric =>
-  ['stMetricLabel', 'stMetricValue'].map(part => {
-    const box = metric.querySelector(`[data-testid=${part}]`);
-    if (!box) return null;
-    const cut = [box, ...box.querySelectorAll('*')].some(e => e.scrollWidth > e.clientWidth + 1
-        && getComputedStyle(e).overflow !== 'visible') || box.innerText.trim().endsWith('…');
-    return {part, text: box.innerText, cut};
-  }).filter(Boolean))"""
 
 # Bar value labels Plotly draws (shrunk to their bar's width): their font sizes in px.
 BAR_LABEL_SIZES = """() => [...document.querySelectorAll('.js-plotly-plot g.points text')]

@@ -218,3 +218,18 @@ def test_templates_are_said_in_words(open_page):
     [caption] = [c.value for c in at.caption if c.value.startswith("Templates:")]
     assert "T1 = a textual answer" in caption and "T3 = a refusal of an out-of-scope request" in caption
     assert metric(at, "T3 pass rate").label == "T3 pass rate (refusal, 16 responses)"
+
+
+def test_a_peer_tools_own_grades_are_not_told_as_false_failures(open_page, sample_store):
+    """promptfoo's own grades (recorded) against t3_aware: the sentence says they are different measures
+    and the false-failure rate is read as disagreement (issue 31's walk on a peer run)."""
+    from tests.conftest import run_cli
+
+    promptfoo = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "promptfoo_current.json"
+    run_cli("ingest", str(promptfoo), "--name", "pf", db=sample_store, check=True)
+    run_cli("recompute", "--run", "pf", "--ruleset", "t3_aware", db=sample_store, check=True)
+    at = open_page(run="pf")
+    [said] = [i.value for i in at.info if "What changes" in i.value]
+    assert "grades promptfoo recorded in the run file" in said and "legacy" not in said and "T3" not in said
+    assert any("promptfoo's own grades" in w.value and "not a false failure" in w.value for w in at.warning)
+    assert not any("own grades" in w.value for w in open_page(run="ramayana").warning)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 
 from evaluator.review.config import ReviewConfig
 from evaluator.review.overrides import add_override
@@ -294,3 +295,15 @@ def test_unsupported_spans_and_their_closest_sentences_are_rendered_escaped(make
     [block] = [t for t in rendered(app) if 'class="closest-context"' in t]
     assert "<script" not in block.lower() and "<img" not in block.lower()
     assert "&lt;img src=x onerror=" in block and "kb-&lt;1&gt;" in block
+
+
+def test_the_answers_unverified_name_is_marked_where_a_passage_holds_part_of_it(make_app, sample_store, query):
+    """The answer says "Sync Bridge Pro" (flagged: no passage holds it); the passages say "Sync Bridge":
+    marked there, so the reviewer sees the near match at a glance (issue 31)."""
+    rid = query(sample_store, "SELECT response_id FROM responses JOIN runs USING (run_id) WHERE name = 'clearpath' "
+                              "AND answer LIKE '%Sync Bridge Pro%' ORDER BY response_id LIMIT 1")[0][0]
+    app = make_app(sample_store, PAGE, response=rid)
+    [table] = [m.value for m in app.markdown if m.value.startswith('<table class="retrieved"')]
+    assert re.findall(r'<mark data-kinds="unverified_term"[^>]*>([^<]*)</mark>', table) == ["Sync Bridge"] * 4
+    assert "part of “Sync Bridge Pro”" in table
+    assert any("(or part of it), in the passage" in m.value for m in app.markdown)  # its legend

@@ -168,3 +168,24 @@ def test_back_to_triage_returns_to_the_view_the_queue_came_from(make_app, sample
     app = make_app(sample_store, PAGE, response=ids[0], evaluation=evaluation, queue=queue)
     back = back_link(app)
     assert (back["view"], back["size"], back["page"]) == ("table", "25", "1")
+
+
+def test_next_goes_on_from_where_the_reviewer_was_when_an_override_re_sorts_the_queue(make_app, sample_store, query):
+    """In the default "needs a reviewer" order a response overridden to PASS moves down the list;
+    Next still opens the response that followed it when the reviewer opened it (issue 31's walk)."""
+    evaluation = clearpath_t3(query, sample_store)
+    failing = [row[0] for row in query(sample_store, "SELECT response_id FROM response_results WHERE "
+                                                     "evaluation_id = ? AND overall = 'FAIL' ORDER BY response_id",
+                                       [evaluation])]
+    assert len(failing) >= 2
+    queue = urlencode({"run": "clearpath", "evaluation": evaluation, "sort": "needs_review"})
+    app = make_app(sample_store, PAGE, response=failing[0], evaluation=evaluation, queue=queue,
+                   state={"reviewer": "Priya", "override_target": "overall"})
+    assert any(m.value.startswith("**Response 1 of ") for m in app.markdown)
+    app.selectbox(key="override_target").set_value("overall").run()
+    app.radio[0].set_value("PASS").run()
+    app.text_area[0].input("the price is in the context")
+    app.button(key="save_override").click().run()  # now PASS: sorted after every failing and flagged one
+    assert any("your override moved it in the queue's order" in c.value for c in app.caption)
+    app.button(key="queue_next").click().run()
+    assert app.query_params["response"] == str(failing[1])

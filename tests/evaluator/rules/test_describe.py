@@ -24,3 +24,14 @@ def test_a_user_rule_set_and_other_rule_changes_are_described() -> None:
     said = describe_change("legacy", base, "mine", mine, "ramayana")
     assert said == ("mine marks cites_shlokas N/A on T3 responses (refusals of out-of-scope requests); its rules "
                     "file also differs in the retrieval threshold.")
+
+
+def test_a_peer_tools_recorded_grades_are_not_told_as_the_old_evaluator() -> None:
+    """An Inspect or promptfoo file's recorded verdicts are that tool's own grades: no rule set of ours
+    reproduces them, and their T3 rule says nothing about them (issue 31's walk, Before/after)."""
+    rules = load_rules()
+    said = describe_change("recorded", None, "t3_aware", rules, "rag", recorded_by="inspect")
+    assert said.startswith("A holds the grades Inspect recorded in the run file")
+    assert "inspect:" in said and "legacy" not in said and "T3" not in said
+    assert describe_change("recorded", None, "t3_aware", rules, recorded_by="jsonl").startswith(
+        "Against the run file's recorded verdicts")
