@@ -17,11 +17,13 @@ from streamlit_shortcuts import add_shortcuts, clear_shortcuts
 NEXT = "J"
 PREVIOUS = "K"
 SAVE = "Enter"  # outside the reason box
+PREVIOUS_TARGET, NEXT_TARGET = "H", "L"  # the check (or verdict) to override: Streamlit takes no "[" / "]"
 VERDICT_KEYS = {"PASS": "P", "FAIL": "F", "N/A": "N"}  # set the selected check's (or the overall) verdict
 FOCUS_REASON = ("alt+r", "alt+®")
 SAVE_FROM_REASON = ("ctrl+enter", "meta+enter")
 
-CAPTION = ("**Keyboard** · `J` / `K` next / previous response in the queue · `P` / `F` / `N` choose PASS / FAIL / "
+CAPTION = ("**Keyboard** · `J` / `K` next / previous response in the queue · `H` / `L` previous / next check to "
+           "override · `P` / `F` / `N` choose PASS / FAIL / "
            "N/A for the check being overridden · `Alt+R` write the reason · `Ctrl+Enter` save from the reason "
            "box (Enter there starts a new line) · `Enter` save anywhere else. Saving leaves the reason box, "
            "so `J` moves on right after.")

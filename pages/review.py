@@ -118,6 +118,12 @@ def _choose(value_key: str, value: str) -> None:
     st.session_state[value_key] = value
 
 
+def _step_target(targets: list[str], step: int) -> None:
+    """H / L: the previous / next check (or verdict) to override, round the list."""
+    at = targets.index(st.session_state["override_target"]) if st.session_state.get("override_target") in targets else 0
+    st.session_state["override_target"] = targets[(at + step) % len(targets)]
+
+
 def _apply(response_id: int, carried_from: int, evaluation_id: int, reviewer: str) -> None:
     _save({"kind": "carry", "response_id": response_id, "carried_from": carried_from, "reviewer": reviewer,
            "evaluation_id": evaluation_id}, "Carried override applied.")
@@ -170,6 +176,11 @@ def _override_form(response_id: int, evaluation_id: int, current: dict[str, str 
                           format_func=lambda t: TARGET_LABELS.get(t, t),
                           help="Opens on the first failing check (a false positive is the usual case; the overall "
                                "verdict follows the checks), else on the overall verdict.")
+    if len(targets) > 1:
+        with st.container(horizontal=True):
+            for label, key, step in (("Previous check", keys.PREVIOUS_TARGET, -1), ("Next check", keys.NEXT_TARGET, 1)):
+                st.button(label, key=f"target_{step:+d}", shortcut=key, type="tertiary", disabled=disabled,
+                          on_click=_step_target, args=(targets, step))
     values = list(allowed_values(target))
     now = current.get(target)
     value_key, reason_key = _form_keys(response_id, target)

@@ -249,6 +249,27 @@ def test_the_override_form_opens_on_the_failing_check_so_p_corrects_a_false_posi
     assert any(m.value.startswith("Effective verdict") and "PASS" in m.value for m in app.markdown)
 
 
+def test_h_and_l_step_through_the_checks_and_p_sets_the_one_chosen(make_app, sample_store, query):
+    rid = response_id(query, sample_store, "clearpath", "cp-02", "openai")
+    evaluation = evaluation_id(query, sample_store, "clearpath", "t3_aware")
+    app = make_app(sample_store, PAGE, response=rid, evaluation=evaluation, state={"reviewer": "alice"})
+    targets = app.selectbox(key="override_target").options  # labels: Overall verdict, retrieval_check, ...
+    assert app.selectbox(key="override_target").value == "no_hallucination"
+    app.button(key="target_-1").click().run()  # what H clicks
+    assert app.selectbox(key="override_target").value == "retrieval_check"
+    app.button(key="target_+1").click().run()  # L
+    app.button(key="target_+1").click().run()
+    assert app.selectbox(key="override_target").value == "refused"
+    app.button(key="target_+1").click().run()  # round the list, back to the first
+    assert app.selectbox(key="override_target").value == "overall" and targets[0] == "Overall verdict"
+    app.button(key="target_+1").click().run()
+    assert app.selectbox(key="override_target").value == "retrieval_check"
+    app.button(key="choose_FAIL").click().run()  # F sets the check chosen, not the one the form opened on
+    reason_box(app).input("the items retrieved are about another plan")
+    save_button(app).click().run()
+    assert [row[2:5] for row in overrides(query, sample_store)] == [("retrieval_check", "PASS", "FAIL")]
+
+
 def test_the_override_form_opens_on_the_overall_verdict_when_no_check_fails(make_app, sample_store, query):
     rid = query(sample_store, """SELECT rr.response_id FROM response_results rr JOIN responses r USING (response_id)
                                  JOIN runs USING (run_id) WHERE runs.name = 'clearpath' AND rr.overall = 'PASS'
