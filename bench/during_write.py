@@ -98,6 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         writer = Writer(db, folder, args.rows)
         writer.start()
         while not writer.writes:  # the first run file is being generated: start timing with the CLI
+            if not writer.is_alive():
+                raise RuntimeError("the CLI writer stopped before its first command finished (see its error above)")
             time.sleep(0.05)
         during = _times(scenarios, args.repeat)
         writer.stop.set()

@@ -16,6 +16,7 @@ import streamlit as st
 from dashboard.highlight import INVISIBLE, break_autolinks, inline, inline_html, visible_token
 from evaluator.queries.runs import run_names
 from evaluator.review import pending
+from evaluator.store import postgres
 from evaluator.store.db import StoreBusyError, connect, resolve_db, set_waiting
 
 T = TypeVar("T")
@@ -109,7 +110,7 @@ def select_in_url(label: str, key: str, options: Sequence[T], *, default: T | No
 
 def sidebar_run_picker(con: duckdb.DuckDBPyConnection, *, key: str = "run", label: str = "Run") -> str | None:
     """Store path and run picker in the sidebar; returns the chosen run name (None if the store is empty)."""
-    st.sidebar.caption(f"Store: `{store_path()}`")
+    st.sidebar.caption(f"Store: `{postgres.redacted(store_path())}`")
     names = run_names(con)
     if not names:
         st.info("No runs in the store yet. Load one with `python -m evaluator ingest FILE` "

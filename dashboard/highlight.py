@@ -183,7 +183,8 @@ def _marked(shown: str, located: Sequence[_Span]) -> str:
 
 def _mark(piece: str, kinds: list[str], notes: Sequence[str] = ()) -> str:
     primary = kinds[0]
-    labels = html.escape(" — ".join([", ".join(kind_label(k) for k in kinds), *notes]).translate(_TITLE_TABLE))
+    # one line (_attr): a blank line in a tooltip would end st.markdown's HTML block
+    labels = _attr(" — ".join([", ".join(kind_label(k) for k in kinds), *notes]))
     data = html.escape(" ".join(kinds))
     underline = "border-bottom:2px dashed #495057;" if len(kinds) > 1 else ""
     return (f'<mark data-kinds="{data}" title="{labels}" style="background:{kind_colour(primary)};'
@@ -266,11 +267,17 @@ def unverified_terms(spans: Iterable[Any]) -> list[str]:
     return list(dict.fromkeys(s.text for s in found if s is not None and s.kind in UNVERIFIED_KINDS and s.text.strip()))
 
 
+MAX_RUN = 6
+
+
 def _word_runs(term: str) -> list[str]:
     """The term, then its runs of two or more consecutive words, longest first ("Sync Bridge Pro":
     itself, "Sync Bridge", "Bridge Pro"), each as a pattern of any spacing."""
     words = term.split()
-    runs = [words[i:i + n] for n in range(len(words), 1, -1) for i in range(len(words) - n + 1)] or [words]
+    # runs of at most MAX_RUN words (and the whole term): an answer's 80-word capitalised run would
+    # otherwise be 3,000 patterns per passage
+    runs = [words] + [words[i:i + n] for n in range(min(len(words) - 1, MAX_RUN), 1, -1)
+                      for i in range(len(words) - n + 1)]
     return [r"\s+".join(re.escape(word) for word in run) for run in runs]
 
 
@@ -310,7 +317,7 @@ def retrieved_table(items: Iterable[Mapping[str, Any]], threshold: float, *, rec
         below = score is not None and float(score) < threshold
         score_text = "no score" if score is None else f"{float(score):.2f}"
         item_id = str(item.get("id", ""))
-        title, shown_id = html.escape(item_id.translate(_TITLE_TABLE)), escape_text(short_id(item_id))
+        title, shown_id = _attr(item_id), escape_text(short_id(item_id))
         note = f' <span style="font-size:0.75rem">(below {threshold:g})</span>' if below else ""
         style = "opacity:0.45;" if below else ""
         rows.append(
@@ -349,11 +356,11 @@ def closest_context(rows: Iterable[Mapping[str, Any]], *, limit: int = 200) -> s
             near = "<i>no retrieved sentence shares a word with it</i>"
         else:
             item_id = str(row.get("item_id") or "")
-            title = html.escape(item_id.translate(_TITLE_TABLE))
+            share = "" if row.get("share") is None else \
+                f", holds {round(100 * float(row['share']))}% of the part’s content words"
             near = (f'“{escape_text(_cut(row["sentence"], limit))}” '
-                    f'<span style="font-size:0.8rem;opacity:0.75" title="{title}">'
-                    f'({escape_text(short_id(item_id))}, {round(100 * float(row["share"]))}% '
-                    "of the part’s content words)</span>")
+                    f'<span style="font-size:0.8rem;opacity:0.75" title="{_attr(item_id)}">'
+                    f'({escape_text(short_id(item_id))}{share})</span>')
         items.append(f'<li {BIDI} style="unicode-bidi:isolate;margin-bottom:0.35rem">{claim}<br>'
                      f'<span style="opacity:0.85">closest in the context: {near}</span></li>')
     if not items:

@@ -165,12 +165,22 @@ class Closest:
     share: float
 
 
+def _content_keys(text: str, params: ClaimSupport) -> set[str]:
+    stop = _stop_set(params.stop_words)
+    return {key(t, params.prefix) for t in tokens(text) if is_content(t, stop)}
+
+
+def share_held(claim: str, sentence: str, params: ClaimSupport) -> float | None:
+    """The share of ``claim``'s content words that ``sentence`` holds (None: it has none)."""
+    wanted = _content_keys(claim, params)
+    return len(wanted & text_keys(sentence, params.prefix)) / len(wanted) if wanted else None
+
+
 def closest(claim: str, passages: Sequence[str], params: ClaimSupport) -> Closest | None:
     """The sentence of ``passages`` that holds most of ``claim``'s content words (the earliest on a
     tie), for a reviewer checking an unsupported span against what was retrieved; None when no
     sentence shares one."""
-    stop = _stop_set(params.stop_words)
-    wanted = {key(t, params.prefix) for t in tokens(claim) if is_content(t, stop)}
+    wanted = _content_keys(claim, params)
     if not wanted:
         return None
     best: Closest | None = None

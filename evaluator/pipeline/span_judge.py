@@ -130,12 +130,15 @@ def _target_evaluation(con: Any, run_id: int, run_name: str, evaluation_id: int 
     return int(latest)
 
 
+KEEP_WAIT_S = 10.0  # on the way out with an error: a busy store only costs the replies a second request
+
+
 def _keep_replies(db: str | os.PathLike[str] | None, replies: list[dict[str, str]]) -> int:
     """Write the good replies received so far to the store's cache; how many were kept (0 when
     the store is busy: they are asked for again next time)."""
     if not replies:
         return 0
-    with contextlib.suppress(StoreBusyError), connect(db) as con, atomic(con):
+    with contextlib.suppress(StoreBusyError), connect(db, timeout_s=KEEP_WAIT_S) as con, atomic(con):
         con.executemany(CACHE_INSERT_SQL, replies)
         return len(replies)
     return 0

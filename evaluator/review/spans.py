@@ -12,7 +12,7 @@ import orjson
 
 from evaluator.core.evaluate import evaluate
 from evaluator.core.registry import FLAG
-from evaluator.core.support import closest, sentences
+from evaluator.core.support import closest, sentences, share_held
 from evaluator.core.types import CheckResult, FlagResult
 from evaluator.pipeline.judges.llm_spans import JUDGE_FLAGS, SPAN_FLAG
 from evaluator.pipeline.responses import load_responses
@@ -118,8 +118,10 @@ def closest_in_context(con: duckdb.DuckDBPyConnection, evaluation_id: int, answe
         around = [(s, e) for s, e in bounds if s < end and start < e] if text == answer[start:end] else []
         claim = answer[around[0][0]:around[-1][1]] if around else text
         near = closest(claim, passages, rules.claim_support)
+        sentence = None if near is None else passages[near.item][near.start:near.end]
         out.append({"text": text, "kind": span.get("kind"),
                     "item_id": None if near is None else str(retrieved[near.item].get("id", "")),
-                    "sentence": None if near is None else passages[near.item][near.start:near.end],
-                    "share": None if near is None else near.share})
+                    "sentence": sentence,
+                    # of the span's own words (a judge's few words may all be missing from the sentence)
+                    "share": None if sentence is None else share_held(text, sentence, rules.claim_support)})
     return out

@@ -560,8 +560,9 @@ def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[
                     )
                 applied.append(version)
                 break
-            except duckdb.Error:
-                if not server:
+            except duckdb.Error as exc:
+                # another process migrating the same database at once: its tables or its row won
+                if not server or not (is_conflict(exc) or "already exists" in str(exc)):
                     raise
                 con.execute("CALL pg_clear_cache()")  # what the other process made
                 if version in applied_versions(con) or attempt == CONFLICT_RETRIES - 1:
@@ -622,9 +623,10 @@ def is_conflict(exc: BaseException) -> bool:
 def save_once(con: duckdb.DuckDBPyConnection, client_token: str | None, written: Callable[[], list[int]],
               write: Callable[[], list[int]], *, serialize: str | None = None) -> list[int]:
     """One reviewer's save, written exactly once per `client_token`: in one transaction, the ids
-    `written` finds for the token (a save retried: returned as they are), else the token claimed
-    in save_tokens (its primary key: a concurrent save of the same token, in any process on any
-    host, fails and is retried here, then finds this one's rows) and `write`. Conflicts are tried
+    `written` finds for the token (a save retried: returned as they are), else `write`. In
+    PostgreSQL the token is claimed in save_tokens first (its primary key: a concurrent save of the
+    same token, in any process on any host, fails and is retried here, then finds this one's rows);
+    a file's writers take turns, so there `written` is enough. Conflicts are tried
     again. `serialize`: in PostgreSQL, a table locked against other writers first, so values read
     in the transaction (an override's old value) are the latest."""
     for attempt in range(CONFLICT_RETRIES):
@@ -636,8 +638,9 @@ def save_once(con: duckdb.DuckDBPyConnection, client_token: str | None, written:
                     found = written()
                     if found:
                         return found
-                    con.execute("INSERT INTO save_tokens (client_token, created_at) VALUES ($token, now())",
-                                {"token": client_token})
+                    if postgres.is_server_connection(con):  # a file's writers already take turns (SAVE_LOCK)
+                        con.execute("INSERT INTO save_tokens (client_token, created_at) VALUES ($token, now())",
+                                    {"token": client_token})
                 return write()
         except duckdb.Error as exc:
             if not is_conflict(exc) or attempt == CONFLICT_RETRIES - 1:

@@ -49,8 +49,17 @@ def is_server(db: object) -> bool:
 
 
 def redacted(url: str) -> str:
-    """The URL without its password, for messages and labels."""
-    return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+    """The URL without its password (user:PASSWORD@ or ?password=), for messages and labels."""
+    url = re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
+    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", url)
+
+
+def scrubbed(text: str, url: str) -> str:
+    """``text`` (an error DuckDB's postgres extension wrote, which may quote the connection string)
+    with the URL's password replaced."""
+    password = re.search(r"://[^:/@]+:([^@/]*)@", url) or re.search(r"(?i)[?&]password=([^&]*)", url)
+    text = text.replace(url, redacted(url))
+    return text.replace(password.group(1), "***") if password and password.group(1) else text
 
 
 def extension_directory() -> str:
@@ -82,7 +91,7 @@ def open_instance(url: str, url_literal: str) -> duckdb.DuckDBPyConnection:
         use(con)
     except duckdb.Error as exc:
         con.close()
-        raise ServerStoreError(f"{redacted(url)}: cannot open the store: {exc}") from exc
+        raise ServerStoreError(f"{redacted(url)}: cannot open the store: {scrubbed(str(exc), url)}") from exc
     return con
 
 

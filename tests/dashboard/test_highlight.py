@@ -316,6 +316,25 @@ def test_a_passage_marks_stay_inert_on_hostile_terms_and_text():
     assert re.search(r'title="[^"]*&lt;img src=x onerror=alert\(1\)&gt;&quot;x', out)
 
 
+def test_a_term_or_id_with_a_blank_line_keeps_the_passage_table_one_html_block():
+    # st.markdown ends an HTML block at a blank line: a tooltip holding one would spill raw markup
+    from dashboard.highlight import retrieved_table
+
+    term = "Clearpath Support\n\nThe Plan"
+    out = retrieved_table([{"rank": 1, "id": "kb\n\n1", "score": 0.5, "text": f"see {term} here"}], 0.35, terms=[term])
+    assert "\n\n" not in out  # the passage's own line breaks are <br>, the tooltips one line
+    assert [kinds for kinds, _ in marks(out)] == ["unverified_term"]
+
+
+def test_a_long_capitalised_run_is_looked_for_by_a_bounded_number_of_word_runs():
+    from dashboard.highlight import MAX_RUN, _word_runs
+
+    words = [f"Name{i}" for i in range(80)]
+    runs = _word_runs(" ".join(words))
+    assert runs[0] == r"\s+".join(words)  # the whole term first
+    assert len(runs) == 1 + sum(80 - n + 1 for n in range(2, MAX_RUN + 1))  # then runs of 2..MAX_RUN words
+
+
 def test_two_or_more_words_of_a_longer_unverified_name_are_marked_as_part_of_it():
     from dashboard.highlight import term_spans
 

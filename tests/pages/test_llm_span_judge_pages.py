@@ -49,6 +49,7 @@ def test_review_highlights_the_judges_span_under_its_own_label_beside_the_closes
     assert any("Marked unsupported by the LLM judge" in t for t in texts)  # the legend, not "Other"
     [closest] = [html.unescape(t) for t in texts if 'class="closest-context"' in t]
     assert "in Oslo" in closest and "closest in the context: “The company was founded by two engineers.”" in closest
+    assert "holds 0% of the part’s content words" in closest  # "oslo", the span's one word, is not there
 
 
 def test_human_labels_offers_the_judges_flag_once_the_judge_has_run(make_app, judged: Path) -> None:

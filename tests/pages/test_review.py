@@ -255,6 +255,7 @@ def test_h_and_l_step_through_the_checks_and_p_sets_the_one_chosen(make_app, sam
     app = make_app(sample_store, PAGE, response=rid, evaluation=evaluation, state={"reviewer": "alice"})
     targets = app.selectbox(key="override_target").options  # labels: Overall verdict, retrieval_check, ...
     assert app.selectbox(key="override_target").value == "no_hallucination"
+    assert (app.button(key="target_-1").proto.shortcut, app.button(key="target_+1").proto.shortcut) == ("h", "l")
     app.button(key="target_-1").click().run()  # what H clicks
     assert app.selectbox(key="override_target").value == "retrieval_check"
     app.button(key="target_+1").click().run()  # L

@@ -181,7 +181,8 @@ def test_saves_applied_by_several_processes_at_once_are_written_exactly_once(any
     with connect(any_store, read_only=True) as con:
         per_token = dict(con.execute("SELECT client_token, count(*) FROM overrides GROUP BY ALL").fetchall())
         assert per_token == {token: (3 if i % 6 == 5 else 1) for i, token in enumerate(tokens)}
-        assert fetch_value(con, "SELECT count(*) FROM save_tokens") == len(tokens)
+        # PostgreSQL claims each token in save_tokens; a file's writers take turns and need no claim
+        assert fetch_value(con, "SELECT count(*) FROM save_tokens") == (len(tokens) if is_server(any_store) else 0)
         for response_id in ids[:3]:
             chain = con.execute("SELECT old_value, new_value FROM overrides WHERE response_id = $r "
                                 "AND target = 'overall' ORDER BY override_id", {"r": response_id}).fetchall()
