@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from dashboard.fmt import percent
 from evaluator.store.db import connect
+from tests.e2e.legible import settled
 
 pytestmark = pytest.mark.xdist_group("e2e_span_marks")
 
@@ -35,10 +36,12 @@ def flagged_response(db: Path) -> int:
 
 def mark_word(page, flagged: bool) -> str:  # type: ignore[no-untyped-def]
     """Double-click a word inside (or outside) the highlighted span, mark it unsupported; the selected text."""
+    settled(page)  # a rerun still drawing would move the word from under the pointer
     answer = page.get_by_test_id("span-marker-answer")
     answer.scroll_into_view_if_needed()
     point = answer.evaluate(WORD_AT, flagged)
     page.mouse.dblclick(point["x"], point["y"])
+    page.wait_for_function("() => String(document.getSelection()).trim().length > 0")
     selected = page.evaluate("() => String(document.getSelection()).trim()")
     expect(page.get_by_text(f"Selected: “{selected}”")).to_be_visible()
     page.get_by_role("button", name="Mark unsupported").click()
@@ -54,6 +57,7 @@ def test_marking_text_on_review_changes_the_span_figures_on_agreement(module_ser
     page.goto(f"{module_server}/review?run=clearpath&response={response_id}")
     page.get_by_role("textbox", name="Your name").fill("Priya")
     page.get_by_role("button", name="Start reviewing").click()
+    expect(page.get_by_text("Reviewing as Priya")).to_be_visible(timeout=30_000)
     inside, outside = mark_word(page, flagged=True), mark_word(page, flagged=False)
     with connect(module_store, read_only=True) as con:
         marked = con.execute(
