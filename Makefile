@@ -6,11 +6,13 @@ PY := $(VENV)/bin/python
 # on both back ends, against a PostgreSQL server the tests start (tests/conftest.py).
 VENV_PG := .venv-pg
 PORT ?= 8501
+POSTGRES_TESTS := tests/evaluator/store/test_backends.py tests/evaluator/store/test_transfer.py \
+	tests/pages/test_pages_postgres.py tests/e2e/test_replicas_postgres.py
 # Reviewers' names are typed, not authenticated: serve on this machine only unless told otherwise.
 ADDRESS ?= 127.0.0.1
 export EVALUATOR_DB ?= data/evaluator.duckdb
 
-.PHONY: run test install install-test install-postgres postgres browser lint typecheck samples bench clean compile docs
+.PHONY: run test install install-test install-postgres postgres move-store browser lint typecheck samples bench clean compile docs
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python >= 3.11 is needed (PYTHON=python3.11 make ...)")'
@@ -47,6 +49,15 @@ postgres:
 		echo "postgresql: not installed (needs root and apt); the PostgreSQL store's tests will be skipped"; \
 	fi
 
+# A store moved into PostgreSQL (or any store into another): exported by the default environment
+# (DuckDB 2 reads the file), imported by the PostgreSQL one (DuckDB 1.4.4 cannot open a DuckDB 2 file).
+move-store: install install-postgres
+	@if [ -z "$(FROM)" ] || [ -z "$(TO)" ]; then \
+		echo "usage: make move-store FROM=data/evaluator.duckdb TO=postgresql://user@host:port/dbname"; exit 2; fi
+	@folder=$$(mktemp -d) && trap 'rm -rf "$$folder"' EXIT && \
+		$(PY) -m evaluator export-store "$$folder/store" --db "$(FROM)" && \
+		$(VENV_PG)/bin/python -m evaluator import-store "$$folder/store" --db "$(TO)"
+
 # Headless Chromium for the browser tests: Debian's package when we are root with apt,
 # else Playwright's own browser download.
 browser: install-test
@@ -81,10 +92,11 @@ typecheck: install-test
 
 # -n auto: one pytest-xdist worker per core (tests sharing a resource are grouped: pyproject.toml);
 # the 20 slowest tests are listed at the end.
-# Then the store's tests on both back ends again under DuckDB 1.4.4, with a PostgreSQL server of their own.
+# Then the tests of the PostgreSQL store again under DuckDB 1.4.4 (each xdist group starts a server of
+# its own): the store on both back ends, the move between them, every page, and two replicas in Chromium.
 test: browser postgres install-postgres lint typecheck compile
 	$(VENV)/bin/pytest -q -n auto --durations=20
-	$(VENV_PG)/bin/pytest -q -n auto tests/evaluator/store/test_backends.py
+	$(VENV_PG)/bin/pytest -q -n auto $(POSTGRES_TESTS)
 
 # The sizes, pages and baseline; then the floor (plain DuckDB) and the ratios of issue 16 at 200k.
 bench: install

@@ -72,9 +72,9 @@ NO_INDEX = "Triage: text search, run without a search index"
 
 
 def scenarios(db: str, run: str, against: str | None) -> list[tuple[str, str, dict[str, str]]]:
-    import duckdb
+    from evaluator.store.db import connect
 
-    with duckdb.connect(db, read_only=True) as con:
+    with connect(db, read_only=True) as con:  # a store file or a PostgreSQL store
         run_id, mid = con.execute(
             """SELECT r.run_id, (SELECT quantile_disc(response_id, 0.5) FROM responses x WHERE x.run_id = r.run_id)
                FROM runs r WHERE r.name = ?""",
@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", required=True)
     parser.add_argument("--against")
     args = parser.parse_args(argv)
-    os.environ["EVALUATOR_DB"] = str(Path(args.db).resolve())
+    from evaluator.store.postgres import is_server
+
+    os.environ["EVALUATOR_DB"] = args.db if is_server(args.db) else str(Path(args.db).resolve())
     os.chdir(ROOT)
     sys.path.insert(0, str(ROOT))
     instrument_queries()

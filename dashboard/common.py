@@ -17,7 +17,7 @@ from dashboard.highlight import INVISIBLE, break_autolinks, inline, inline_html,
 from evaluator.queries.runs import run_names
 from evaluator.review import pending
 from evaluator.store import postgres
-from evaluator.store.db import StoreBusyError, connect, resolve_db, set_waiting
+from evaluator.store.db import NewerStoreFileError, StoreBusyError, connect, resolve_db, set_waiting
 
 T = TypeVar("T")
 
@@ -72,6 +72,9 @@ def store() -> Iterator[duckdb.DuckDBPyConnection]:
     except StoreBusyError:
         time.sleep(1.0)
         st.rerun()
+    except (NewerStoreFileError, postgres.ServerStoreError) as exc:  # nothing a page can do: say what to run
+        st.error(md(exc))
+        st.stop()
 
 
 def url_value(key: str, options: Sequence[T], default: T | None = None) -> T | None:

@@ -342,6 +342,17 @@ def postgres_extension_missing() -> str | None:
     return None
 
 
+def samples_database(request: pytest.FixtureRequest) -> str:
+    """A database of the session's server holding the sample runs (loaded and evaluated by the CLI), for
+    a module's fixture; skipped, saying so, before any server starts where this DuckDB has no extension."""
+    missing = postgres_extension_missing()
+    if missing:
+        pytest.skip(missing)
+    url = new_database(request.getfixturevalue("postgres_server"))
+    run_cli("load-samples", db=url, check=True)  # type: ignore[arg-type]
+    return url
+
+
 @pytest.fixture(params=["file", "postgres"])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A store not made yet, on each back end in turn: a file in the test's temp folder, and a fresh

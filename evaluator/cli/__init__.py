@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from evaluator.cli.common import InertStdout, inert
 from evaluator.core.errors import UsageError
 from evaluator.ingest.readers import InputError
-from evaluator.store.db import StoreBusyError, is_server, resolve_db_path, set_waiting
+from evaluator.store.db import NewerStoreFileError, StoreBusyError, is_server, resolve_db_path, set_waiting
 from evaluator.store.staging import RunChangedError
 
-CREATES_STORE = {"ingest", "load-samples"}  # every other command needs a store that exists
+CREATES_STORE = {"ingest", "load-samples", "import-store"}  # every other command needs a store that exists
 
 # Module name -> command name; the order is the order of `--help`.
 COMMANDS = {
@@ -39,6 +39,8 @@ COMMANDS = {
     "annotations": "annotations",
     "import_spans": "import-spans",
     "agreement": "agreement",
+    "export_store": "export-store",
+    "import_store": "import-store",
 }
 
 
@@ -125,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = InertStdout(stderr, keep="\n\t\r")  # type: ignore[assignment]
     try:
         return int(args.handler(args) or 0)
-    except (InputError, UsageError) as exc:
+    except (InputError, UsageError, NewerStoreFileError) as exc:
         print(f"evaluator: error: {inert(exc, keep=MESSAGE_BREAKS)}", file=sys.stderr)
         return 2
     except (StoreBusyError, RunChangedError) as exc:

@@ -298,10 +298,16 @@ class Drainer:
         self.thread.start()
 
     def _run(self) -> None:
+        unreachable = False
         while not self.stop.wait(self.interval_s):
             try:
                 if pending(self.db):
                     apply(self.db, timeout_s=30.0)
+                unreachable = False
+            except ServerStoreError as exc:  # the database server is down or gone: said once, tried again
+                if not unreachable:
+                    LOG.warning("%s; pending saves will be written when it answers", exc)
+                unreachable = True
             except Exception:  # never let the thread die: the files stay pending and are tried again
                 LOG.exception("writing pending saves to %s failed; will try again", self.db)
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from evaluator.store import postgres
-from evaluator.store.migrations import MIGRATIONS, NEEDS_STORAGE
+from evaluator.store.migrations import MIGRATIONS, NEEDS_STORAGE, SERVER_ONLY
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,6 +57,14 @@ DEFAULT_WAIT_S = 600.0
 
 # on_wait(seconds waited so far, who holds the store or None)
 WaitCallback = Callable[[float, "str | None"], None]
+
+
+# DuckDB's words for a file of a newer storage format than it reads ("created with an newer version").
+NEWER_FILE_MARKER = "created with an newer version of DuckDB"
+
+
+class NewerStoreFileError(RuntimeError):
+    """A store file this DuckDB cannot read (written by a newer release): the message says what to run."""
 
 
 class StoreBusyError(RuntimeError):
@@ -239,6 +247,12 @@ def _open_duckdb(path: Path, read_only: bool, deadline: _Deadline) -> duckdb.Duc
         try:
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as exc:
+            if NEWER_FILE_MARKER in str(exc):
+                raise NewerStoreFileError(
+                    f"{path}: this store file was written by a newer DuckDB than this environment's "
+                    f"{duckdb.__version__} (the PostgreSQL extra pins DuckDB 1.4.4). Open it with the default "
+                    f"environment (.venv), or move it into PostgreSQL with one command: "
+                    f"make move-store FROM={path} TO=postgresql://user@host:port/dbname") from exc
             if not any(marker in str(exc) for marker in LOCK_MARKERS):
                 raise
             deadline.pause(holder_of(path))
@@ -552,7 +566,7 @@ def migrate(con: duckdb.DuckDBPyConnection, *, upto: int | None = None) -> list[
                     if server:  # storage-only migrations (zstd) mean nothing to PostgreSQL
                         if version not in NEEDS_STORAGE:
                             con.execute(postgres.migration_sql(sql))
-                    elif storage_version(con) >= NEEDS_STORAGE.get(version, (0, 0, 0)):
+                    elif version not in SERVER_ONLY and storage_version(con) >= NEEDS_STORAGE.get(version, (0, 0, 0)):
                         con.execute(sql)
                     con.execute(
                         "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($version, $name, now())",

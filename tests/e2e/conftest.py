@@ -53,15 +53,17 @@ def _wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = 60) ->
 
 
 @contextlib.contextmanager
-def serve(db: Path, log_path: Path, **env: str) -> Iterator[str]:
-    """`streamlit run app.py` on a free port against `db` (extra environment in `env`); its base URL."""
+def serve(db: Path | str, log_path: Path, cwd: Path = ROOT, **env: str) -> Iterator[str]:
+    """`streamlit run app.py` on a free port against `db` (a store file or a PostgreSQL URL; extra
+    environment in `env`), run in `cwd` (a replica's own folder; Streamlit reads .streamlit/ there);
+    its base URL."""
     port = _free_port()
     full_env = {**os.environ, "EVALUATOR_DB": str(db), "PYTHONPATH": str(ROOT), **env}
     log = log_path.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.port", str(port),
          "--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=cwd, env=full_env, stdout=log, stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
