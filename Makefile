@@ -55,8 +55,8 @@ move-store: install install-postgres
 	@if [ -z "$(FROM)" ] || [ -z "$(TO)" ]; then \
 		echo "usage: make move-store FROM=data/evaluator.duckdb TO=postgresql://user@host:port/dbname"; exit 2; fi
 	@folder=$$(mktemp -d) && trap 'rm -rf "$$folder"' EXIT && \
-		$(PY) -m evaluator export-store "$$folder/store" --db "$(FROM)" && \
-		$(VENV_PG)/bin/python -m evaluator import-store "$$folder/store" --db "$(TO)"
+		$(PY) -m evaluator export-store "$$folder/store" --db '$(subst ','\'',$(value FROM))' && \
+		$(VENV_PG)/bin/python -m evaluator import-store "$$folder/store" --db '$(subst ','\'',$(value TO))'
 
 # Headless Chromium for the browser tests: Debian's package when we are root with apt,
 # else Playwright's own browser download.

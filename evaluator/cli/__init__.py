@@ -18,6 +18,7 @@ from evaluator.cli.common import InertStdout, inert
 from evaluator.core.errors import UsageError
 from evaluator.ingest.readers import InputError
 from evaluator.store.db import NewerStoreFileError, StoreBusyError, is_server, resolve_db_path, set_waiting
+from evaluator.store.postgres import ServerStoreError
 from evaluator.store.staging import RunChangedError
 
 CREATES_STORE = {"ingest", "load-samples", "import-store"}  # every other command needs a store that exists
@@ -127,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = InertStdout(stderr, keep="\n\t\r")  # type: ignore[assignment]
     try:
         return int(args.handler(args) or 0)
-    except (InputError, UsageError, NewerStoreFileError) as exc:
+    except (InputError, UsageError, NewerStoreFileError, ServerStoreError) as exc:
         print(f"evaluator: error: {inert(exc, keep=MESSAGE_BREAKS)}", file=sys.stderr)
         return 2
     except (StoreBusyError, RunChangedError) as exc:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from evaluator.cli.common import print_json
 from evaluator.core.errors import UsageError
+from evaluator.review import pending
 from evaluator.store.db import connect
 from evaluator.store.transfer import TransferError, export_store
 
@@ -22,7 +23,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     folder = Path(args.folder)
     try:
-        with connect(args.db, read_only=True) as con:
+        waiting = pending.pending(args.db)
+        if waiting:
+            raise TransferError(f"{len(waiting)} reviewer save(s) are still pending, not yet in the store: start the "
+                                "dashboard once (it writes them) or wait for it, then export; stop the dashboards "
+                                "and CI jobs writing to this store while you move it")
+        # an older store is migrated first (as the pages do): the import's store is made at this version
+        with connect(args.db, read_only=True, upgrade=True) as con:
             counts = export_store(con, folder)
     except TransferError as exc:
         raise UsageError(str(exc)) from exc

@@ -51,7 +51,7 @@ from evaluator.store.db import (
     resolve_db,
     resolve_db_path,
 )
-from evaluator.store.postgres import ServerStoreError
+from evaluator.store.postgres import ServerStoreError, redacted, scrubbed
 
 LOG = logging.getLogger(__name__)
 KEEP_DONE_S = 24 * 3600
@@ -308,8 +308,12 @@ class Drainer:
                 if not unreachable:
                     LOG.warning("%s; pending saves will be written when it answers", exc)
                 unreachable = True
-            except Exception:  # never let the thread die: the files stay pending and are tried again
-                LOG.exception("writing pending saves to %s failed; will try again", self.db)
+            except Exception as exc:  # never let the thread die: the saves stay pending and are tried again
+                if is_server(self.db):  # DuckDB's extension may quote the URL, password included
+                    LOG.warning("writing pending saves to %s failed; will try again: %s", redacted(str(self.db)),
+                                scrubbed(str(exc), str(self.db)))
+                else:
+                    LOG.exception("writing pending saves to %s failed; will try again", self.db)
 
 
 _DRAINERS: dict[str, Drainer] = {}

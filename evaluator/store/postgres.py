@@ -91,7 +91,8 @@ def open_instance(url: str, url_literal: str) -> duckdb.DuckDBPyConnection:
         use(con)
     except duckdb.Error as exc:
         con.close()
-        raise ServerStoreError(f"{redacted(url)}: cannot open the store: {scrubbed(str(exc), url)}") from exc
+        # from None: the extension's own error, chained, would print the password in a traceback
+        raise ServerStoreError(f"{redacted(url)}: cannot open the store: {scrubbed(str(exc), url)}") from None
     return con
 
 

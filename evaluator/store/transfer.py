@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from evaluator.store import postgres
-from evaluator.store.db import applied_versions, atomic, fetch_value, next_ids, on_server, quote_ident, quote_literal
+from evaluator.store.db import applied_versions, atomic, fetch_value, on_server, quote_ident, quote_literal
 
 MANIFEST = "manifest.json"
 # Each id sequence and the column whose values it draws (migrations.py makes the sequences).
@@ -84,15 +84,13 @@ def import_store(con: duckdb.DuckDBPyConnection, folder: Path) -> dict[str, int]
     unknown = sorted(set(counts) - present)
     if unknown:
         raise TransferError(f"{folder}: tables this store does not have: {', '.join(unknown)}")
-    busy = [table for table in ("runs", "overrides", "annotations", "saved_rulesets")
-            if fetch_value(con, f"SELECT count(*) FROM {quote_ident(table)}")]
+    busy = [table for table in counts if fetch_value(con, f"SELECT count(*) FROM {quote_ident(table)}")]
     if busy:
         raise TransferError(f"the store already holds {', '.join(busy)}: import into an empty store "
-                            "(a new file, or a new PostgreSQL database)")
+                            "(a new file, or a new PostgreSQL database); nothing was written")
     with atomic(con):
         for table, expected in counts.items():
             source = quote_literal(str(folder / f"{table}.parquet"))
-            con.execute(f"DELETE FROM {quote_ident(table)}")  # what an empty store's migrations seeded
             con.execute(f"INSERT INTO {quote_ident(table)} BY NAME SELECT * FROM read_parquet({source})")
             found = int(fetch_value(con, f"SELECT count(*) FROM {quote_ident(table)}"))
             if found != expected:
@@ -108,7 +106,7 @@ def _draw_past(con: duckdb.DuckDBPyConnection, sequence: str, highest: int) -> N
     """Make the sequence's next value follow `highest` (sequences only move forward)."""
     if highest <= 0:
         return
-    if on_server(con):
-        postgres.execute(con, f"SELECT setval('{sequence}', {int(highest)})")
-    else:  # DuckDB has no setval: draw the values the imported rows hold
-        next_ids(con, sequence, highest)
+    if on_server(con):  # never backwards
+        postgres.execute(con, f"SELECT setval('{sequence}', GREATEST({int(highest)}, last_value)) FROM {sequence}")
+    else:  # DuckDB has no setval; no column's default draws from the sequence, so it may be made anew
+        con.execute(f"CREATE OR REPLACE SEQUENCE {quote_ident(sequence)} START {int(highest) + 1}")

@@ -41,10 +41,12 @@ def postgres_samples(request: pytest.FixtureRequest) -> str:
 
 
 def _shown(app: AppTest) -> list[str]:
-    """What a page shows in its main area, in order: texts, metrics, tables, widget labels and options."""
+    """What a page shows in its main area, in order: texts, metrics, tables, widget labels and options;
+    then its charts (Plotly's figure, as sent to the browser)."""
     shown: list[str] = []
     for element in app.main:
         shown.extend(_texts(element))
+    shown.extend(f"chart={chart.proto.spec}" for chart in app.get("plotly_chart"))  # titles, axes, data, hover
     return [WRITTEN_AT.sub("<time>", text) for text in shown]
 
 
