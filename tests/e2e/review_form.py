@@ -42,3 +42,21 @@ def open_form(page: Page, url: str, reviewer: str, reason: str, value: str) -> N
     expect(page.locator(IDLE)).to_be_attached(timeout=30_000)
     expect(page.get_by_role("button", name="Save override")).to_be_enabled()
     no_error(page)
+
+
+def save_outcome(page: Page, saved_text: str = "Override saved: ") -> str:
+    """After Save: the page says saved or kept as pending, settles, shows no error; which it said."""
+    saved, kept = page.get_by_text(saved_text), page.get_by_text("Kept as pending")
+    expect(saved.or_(kept)).to_be_visible(timeout=120_000)
+    expect(page.locator(IDLE)).to_be_attached(timeout=120_000)
+    no_error(page)
+    return "saved" if saved.count() else "pending"
+
+
+def nothing_pending_after_reload(page: Page) -> None:
+    """Once the saves are written, the reloaded Review page shows its history and no pending saves."""
+    page.reload()
+    expect(page.get_by_role("heading", name="Override history")).to_be_visible(timeout=60_000)
+    expect(page.locator(IDLE)).to_be_attached(timeout=60_000)
+    expect(page.get_by_role("heading", name="Pending saves")).to_have_count(0)
+    no_error(page)

@@ -17,10 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
 
 from evaluator.store.db import connect
-from tests.e2e.review_form import IDLE, no_error, open_form, wait_until
+from tests.e2e.review_form import nothing_pending_after_reload, open_form, save_outcome, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 BIG_ROWS = 100_000  # the ingest holds the store for seconds: longer than a save waits (2 s)
@@ -73,13 +72,7 @@ def test_two_reviewers_save_while_the_cli_writes_and_both_saves_land(
             page.get_by_role("button", name="Save override").click()
         assert holder_pid(sample_store) == cli.pid, "both clicks should land while the CLI holds the store"
 
-        shown = []
-        for page in pages:
-            saved, kept = page.get_by_text("Override saved: overall"), page.get_by_text("Kept as pending")
-            expect(saved.or_(kept)).to_be_visible(timeout=120_000)
-            expect(page.locator(IDLE)).to_be_attached(timeout=120_000)
-            no_error(page)
-            shown.append("saved" if saved.count() else "pending")
+        shown = [save_outcome(page, "Override saved: overall") for page in pages]
         assert cli.wait(timeout=600) == 0, (tmp_path / "cli.log").read_text()
 
         def both_saved() -> list[tuple] | None:
@@ -99,12 +92,8 @@ def test_two_reviewers_save_while_the_cli_writes_and_both_saves_land(
         assert len({r[4] for r in rows}) == 2  # two saves, each written once
         assert rows[0][2] == computed and rows[1][2] == rows[0][3]  # the second replaced the first
 
-        for page in pages:  # once written, nothing is pending or refused
-            page.reload()
-            expect(page.get_by_role("heading", name="Override history")).to_be_visible(timeout=60_000)
-            expect(page.locator(IDLE)).to_be_attached(timeout=60_000)
-            expect(page.get_by_role("heading", name="Pending saves")).to_have_count(0)
-            no_error(page)
+        for page in pages:  # once written, nothing is pending
+            nothing_pending_after_reload(page)
     finally:
         if cli is not None and cli.poll() is None:
             cli.terminate()

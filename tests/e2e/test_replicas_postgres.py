@@ -23,12 +23,11 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import expect
 
 from evaluator.store.db import connect
 from tests.conftest import samples_database
 from tests.e2e.conftest import serve
-from tests.e2e.review_form import IDLE, no_error, open_form, wait_until
+from tests.e2e.review_form import nothing_pending_after_reload, open_form, save_outcome, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.xdist_group("postgres-replicas")  # its worker starts a server of its own
@@ -93,13 +92,7 @@ def test_eight_reviewers_on_two_replicas_save_while_the_cli_writes(
             page.get_by_role("button", name="Save override").click()
         assert writers[0].poll() is None, "the ingest should still be writing when the reviewers save"
 
-        shown = []
-        for page in pages:
-            saved, kept = page.get_by_text("Override saved: "), page.get_by_text("Kept as pending")
-            expect(saved.or_(kept)).to_be_visible(timeout=120_000)
-            expect(page.locator(IDLE)).to_be_attached(timeout=120_000)
-            no_error(page)
-            shown.append("saved" if saved.count() else "pending")
+        shown = [save_outcome(page) for page in pages]
         assert [writer.wait(timeout=900) for writer in writers] == [0, 0], (tmp_path / "cli.log").read_text()
 
         def all_saved() -> list[tuple] | None:
@@ -126,10 +119,6 @@ def test_eight_reviewers_on_two_replicas_save_while_the_cli_writes(
         with connect(db, read_only=True) as con:
             assert con.execute("SELECT count(*) FROM responses JOIN runs USING (run_id) WHERE runs.name = 'big'"
                                ).fetchone() == (100_000,)
-        for page in pages:  # once written, nothing is pending on any replica
-            page.reload()
-            expect(page.get_by_role("heading", name="Override history")).to_be_visible(timeout=60_000)
-            expect(page.locator(IDLE)).to_be_attached(timeout=60_000)
-            expect(page.get_by_role("heading", name="Pending saves")).to_have_count(0)
-            no_error(page)
+        for page in pages:  # once written, nothing is pending
+            nothing_pending_after_reload(page)
     assert [_files(folder) for folder in folders] == before  # the replicas wrote nothing beside themselves
