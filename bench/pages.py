@@ -8,7 +8,7 @@ page's query modules (evaluator/queries/*.py), and the constructor and public me
 their query classes (RunComparison, BeforeAfter), is timed, so the table can tell SQL time from
 rendering time. Prints one JSON object.
 
-    python -m bench.pages --db STORE --run RUN [--against RUN_B]
+    python -m bench.pages --db STORE --run RUN [--against RUN_B] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", required=True)
     parser.add_argument("--run", required=True)
     parser.add_argument("--against")
+    parser.add_argument("--only", help="the scenarios whose name holds this text (e.g. Triage)")
     args = parser.parse_args(argv)
     from evaluator.store.postgres import is_server
 
@@ -147,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
 
     out = []
     for label, page, query in scenarios(args.db, args.run, args.against):
+        if args.only and args.only not in label:
+            continue
         _, cold = run_page(page, query)
         app, warm = run_page(page, query, fresh=True)
         queries = dict(sorted(QUERY_TIME.items(), key=lambda kv: -kv[1]))

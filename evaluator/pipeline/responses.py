@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from evaluator.core.types import GoldClaim, ResponseInput, RetrievedItem, Span
 from evaluator.store.db import fetch_one
+from evaluator.store.sql_params import Params
 
 BATCH_ROWS = 20_000
 
@@ -57,22 +58,23 @@ BATCH_CHUNKS_SQL = """
 SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
 WHERE rt.response_id BETWEEN $lo AND $hi
 """
-# The same three reads for a list of responses (a page's, an export's), questions joined in.
+# The same three reads for a list of responses (a page's, an export's), questions joined in;
+# {ids} is what goes inside IN (…) (evaluator.store.sql_params.Params.among).
 IDS_ROWS_SQL = """
 SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
        q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
        coalesce(r.retrieval_recorded, true) AS retrieval_recorded
 FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.response_id IN (SELECT unnest($ids::BIGINT[]))
+WHERE r.response_id IN ({ids})
 ORDER BY r.response_id
 """
 IDS_RETRIEVED_SQL = """
 SELECT response_id, chunk_key, score FROM retrieved
-WHERE response_id IN (SELECT unnest($ids::BIGINT[])) ORDER BY response_id, rank
+WHERE response_id IN ({ids}) ORDER BY response_id, rank
 """
 IDS_CHUNKS_SQL = """
 SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
-WHERE rt.response_id IN (SELECT unnest($ids::BIGINT[]))
+WHERE rt.response_id IN ({ids})
 """
 
 
@@ -112,11 +114,7 @@ def load_responses(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) 
     ids = [int(i) for i in response_ids]
     if not ids:
         return {}
-    params = {"ids": ids}
-    batch = (con.sql(IDS_ROWS_SQL, params=params).to_arrow_table(),
-             con.sql(IDS_RETRIEVED_SQL, params=params).to_arrow_table(),
-             con.sql(IDS_CHUNKS_SQL, params=params).to_arrow_table())
-    found, inputs = batch_inputs(batch)
+    found, inputs = batch_inputs(_ids_batch(con, ids))
     return dict(zip(found, inputs, strict=True))
 
 
@@ -193,10 +191,15 @@ def id_batches(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int], rows
     """These responses in batches of ``rows``, each as three flat Arrow tables."""
     ids = sorted(int(i) for i in response_ids)
     for lo in range(0, len(ids), rows):
-        params = {"ids": ids[lo : lo + rows]}
-        yield (con.sql(IDS_ROWS_SQL, params=params).to_arrow_table(),
-               con.sql(IDS_RETRIEVED_SQL, params=params).to_arrow_table(),
-               con.sql(IDS_CHUNKS_SQL, params=params).to_arrow_table())
+        yield _ids_batch(con, ids[lo : lo + rows])
+
+
+def _ids_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[int]) -> Batch:
+    params = Params("id")
+    among = params.among(ids)
+    rows, retrieved, chunks = (con.sql(sql.format(ids=among), params=params.values).to_arrow_table()
+                               for sql in (IDS_ROWS_SQL, IDS_RETRIEVED_SQL, IDS_CHUNKS_SQL))
+    return rows, retrieved, chunks
 
 
 def flat_batches(con: duckdb.DuckDBPyConnection, run_id: int) -> Iterator[Batch]:

@@ -51,30 +51,38 @@ def effective_overall(overall_override: str, from_checks: str) -> str:
     return f"coalesce({overall_override}, {from_checks})"
 
 
-def check_results_cte(with_overrides: bool, evaluation: str) -> str:
+def _only(column: str, among: str) -> str:
+    # A filter written inside the CTE, on the scanned table's column: DuckDB hands it to the scan (a
+    # PostgreSQL store's index), which it does not do for one on the CTE's output across the joins.
+    return f" AND {column} IN ({among})" if among else ""
+
+
+def check_results_cte(with_overrides: bool, evaluation: str, among: str = "") -> str:
     """CTE `eff_checks(response_id, check_name, verdict, computed, overridden)` for the evaluation
-    bound to ``evaluation`` (a ``$name``; once)."""
+    bound to ``evaluation`` (a ``$name``; once); only the responses ``among`` lists (what goes inside
+    ``IN (…)``, evaluator.store.sql_params.Params.among), when given."""
     if not with_overrides:
         return f"""eff_checks AS (
             SELECT response_id, check_name, verdict, verdict AS computed, false AS overridden
-            FROM check_results WHERE evaluation_id = {evaluation})"""
+            FROM check_results WHERE evaluation_id = {evaluation}{_only("response_id", among)})"""
     return LATEST_OVERRIDES + f""",
         eff_checks AS (
             SELECT c.response_id, c.check_name, {effective_check_verdict()} AS verdict,
                    c.verdict AS computed, o.new_value IS NOT NULL AS overridden
             FROM check_results c
             LEFT JOIN latest_overrides o ON o.response_id = c.response_id AND o.target = c.check_name
-            WHERE c.evaluation_id = {evaluation})"""
+            WHERE c.evaluation_id = {evaluation}{_only("c.response_id", among)})"""
 
 
-def response_results_cte(with_overrides: bool, evaluation: str) -> str:
+def response_results_cte(with_overrides: bool, evaluation: str, among: str = "") -> str:
     """CTE `eff(response_id, overall, computed_overall, overridden, is_t3, template_group)` for the
-    evaluation bound to ``evaluation`` (a ``$name``; once).
+    evaluation bound to ``evaluation`` (a ``$name``; once); only the responses ``among`` lists, when given
+    (as in check_results_cte).
     """
     if not with_overrides:
         return f"""eff AS (
             SELECT response_id, overall, overall AS computed_overall, false AS overridden, is_t3, template_group
-            FROM response_results WHERE evaluation_id = {evaluation})"""
+            FROM response_results WHERE evaluation_id = {evaluation}{_only("response_id", among)})"""
     return LATEST_OVERRIDES + f""",
         overridden_checks AS (
             -- Responses with a check override: any effective check verdict FAIL? Only the few
@@ -84,6 +92,7 @@ def response_results_cte(with_overrides: bool, evaluation: str) -> str:
             FROM check_results c
             LEFT JOIN latest_overrides o ON o.response_id = c.response_id AND o.target = c.check_name
             WHERE c.evaluation_id = {evaluation} AND c.response_id IN (SELECT response_id FROM latest_overrides)
+                  {_only("c.response_id", among)}
             GROUP BY c.response_id
             HAVING bool_or(o.response_id IS NOT NULL)
         ),
@@ -97,4 +106,4 @@ def response_results_cte(with_overrides: bool, evaluation: str) -> str:
             FROM response_results rr
             LEFT JOIN latest_overrides oo ON oo.response_id = rr.response_id AND oo.target = 'overall'
             LEFT JOIN overridden_checks oc ON oc.response_id = rr.response_id
-            WHERE rr.evaluation_id = {evaluation})"""
+            WHERE rr.evaluation_id = {evaluation}{_only("rr.response_id", among)})"""

@@ -17,6 +17,7 @@ from evaluator.queries.effective import check_results_cte, latest_overrides_cte,
 from evaluator.queries.report import flags_evaluation_id, query_dicts
 from evaluator.review.overrides import carried_candidates, history
 from evaluator.store.db import fetch_one
+from evaluator.store.sql_params import Params
 
 __all__ = [
     "carried_candidates", "checks", "default_evaluation", "evaluation_label", "evaluations_of_run", "flags",
@@ -68,7 +69,7 @@ def evaluation_label(evaluation: dict[str, Any]) -> str:
 def overall(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_id: int) -> dict[str, Any] | None:
     rows = query_dicts(
         con,
-        f"WITH {response_results_cte(True, '$evaluation_id')} SELECT * FROM eff WHERE response_id = $response_id",
+        f"WITH {response_results_cte(True, '$evaluation_id', '$response_id')} SELECT * FROM eff",
         {"evaluation_id": evaluation_id, "response_id": response_id},
     )
     return rows[0] if rows else None
@@ -81,15 +82,17 @@ def _order(name: str) -> int:
 def checks(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
            ) -> dict[int, list[dict[str, Any]]]:
     """Effective check verdicts with reasons, per response, in SPEC order."""
+    ids = Params("id")
+    among = ids.among(response_ids)
     rows = query_dicts(
         con,
-        f"""WITH {check_results_cte(True, "$evaluation_id")}
+        f"""WITH {check_results_cte(True, "$evaluation_id", among)}
             SELECT ec.response_id, ec.check_name AS "check", ec.verdict, ec.computed, ec.overridden, c.reason
             FROM eff_checks ec
             JOIN check_results c ON c.evaluation_id = $evaluation_id AND c.response_id = ec.response_id
                                 AND c.check_name = ec.check_name
-            WHERE ec.response_id IN (SELECT unnest($response_ids::BIGINT[]))""",
-        {"evaluation_id": evaluation_id, "response_ids": list(response_ids)},
+            WHERE c.response_id IN ({among})""",
+        {"evaluation_id": evaluation_id, **ids.values},
     )
     out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
     for row in sorted(rows, key=lambda r: (_order(r["check"]), r["check"])):
@@ -104,14 +107,14 @@ def flags(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequ
     source = flags_evaluation_id(con, evaluation_id)
     if source is None:
         return out
+    ids = Params("id")
     for row in query_dicts(
         con,
-        """SELECT response_id, flag, severity FROM flags
-           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+        f"""SELECT response_id, flag, severity FROM flags
+           WHERE evaluation_id = $evaluation_id AND response_id IN ({ids.among(response_ids)})
            -- SPEC §5 order (the registry's), flags it does not know last
            ORDER BY response_id, coalesce(list_position($flag_order::VARCHAR[], flag), $n_flags + 1), flag""",
-        {"evaluation_id": source, "response_ids": list(response_ids), "flag_order": list(FLAG_NAMES),
-         "n_flags": len(FLAG_NAMES)},
+        {"evaluation_id": source, "flag_order": list(FLAG_NAMES), "n_flags": len(FLAG_NAMES), **ids.values},
     ):
         out[int(row.pop("response_id"))].append(row)
     return out
@@ -119,13 +122,14 @@ def flags(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequ
 
 def retrieved(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int]) -> dict[int, list[dict[str, Any]]]:
     out: dict[int, list[dict[str, Any]]] = {int(i): [] for i in response_ids}
+    ids = Params("id")
     for row in query_dicts(
         con,
-        """SELECT rt.response_id, rt.rank, c.chunk_id AS id, rt.score, c.text
+        f"""SELECT rt.response_id, rt.rank, c.chunk_id AS id, rt.score, c.text
            FROM retrieved rt JOIN chunks c ON c.chunk_key = rt.chunk_key
-           WHERE rt.response_id IN (SELECT unnest($response_ids::BIGINT[]))
+           WHERE rt.response_id IN ({ids.among(response_ids)})
            ORDER BY rt.response_id, rt.rank""",
-        {"response_ids": list(response_ids)},
+        ids.values,
     ):
         out[int(row.pop("response_id"))].append(row)
     return out

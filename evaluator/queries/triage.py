@@ -140,14 +140,16 @@ def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[s
         return [str(row[0]) for row in con.execute(sql, {"evaluation_id": evaluation}).fetchall()
                 if row[0] is not None]
 
-    # Each list from one table, filtered by a column its row groups are sorted by (no join: 10x
-    # faster at 1M responses).
+    # Templates and checks from the evaluation's verdict counts (hundreds of rows, not millions: on
+    # a PostgreSQL store every row read crosses the wire); flags from their own table, filtered by a
+    # column its row groups are sorted by.
     source = flags_evaluation_id(con, evaluation_id)
-    names = values("SELECT DISTINCT check_name FROM check_results WHERE evaluation_id = $evaluation_id",
-                   evaluation_id)
+    names = values("""SELECT DISTINCT target FROM evaluation_counts
+                      WHERE evaluation_id = $evaluation_id AND target <> 'overall'""", evaluation_id)
     return {
-        "template": values("""SELECT DISTINCT template_group FROM response_results
-                              WHERE evaluation_id = $evaluation_id ORDER BY 1""", evaluation_id),
+        "template": values("""SELECT DISTINCT template_group FROM evaluation_counts
+                              WHERE evaluation_id = $evaluation_id AND target = 'overall' ORDER BY 1""",
+                           evaluation_id),
         "check": ["overall", *[c for c in CHECK_NAMES if c in names], *sorted(set(names) - set(CHECK_NAMES))],
         "flag": values("SELECT DISTINCT flag FROM flags WHERE evaluation_id = $evaluation_id ORDER BY 1",
                        source or -1),
@@ -219,13 +221,15 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
     with its named parameters. The rows can be ordered by `order_by(sort)`. Names `$evaluation_id`,
     `$c_…` and `$w_…` are taken."""
     sort = sort if sort in SORT_SQL else DEFAULT_SORT  # as order_by reads it: the CTEs its SQL needs follow
-    ctes = f"WITH {response_results_cte(True, '$evaluation_id')}"
     cte_params = Params("c").update({"evaluation_id": filters.evaluation_id})
+    among = cte_params.among(ids) if ids is not None else ""  # the page's ids passed the filters already
+    ctes = f"WITH {response_results_cte(True, '$evaluation_id', among)}"
     joins = ""
     if sort in ("flags", "needs_review"):  # flags per response of this evaluation (or of the run's latest computed one)
         source = cte_params.bind(flags_evaluation_id(con, filters.evaluation_id) or -1)
-        ctes += (f", fc AS (SELECT response_id, count(*) AS n_flags FROM flags WHERE evaluation_id = {source} "
-                 "GROUP BY 1)")
+        page = f" AND response_id IN ({among})" if among else ""
+        ctes += (f", fc AS (SELECT response_id, count(*) AS n_flags FROM flags WHERE evaluation_id = {source}"
+                 f"{page} GROUP BY 1)")
         joins = "LEFT JOIN fc ON fc.response_id = r.response_id"
     where: list[str] = []
     where_params = Params("w")  # the WHERE clause's, dropped with it for a page's ids
@@ -260,13 +264,11 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         for term in terms:
             matching = search_index.matching_responses(con, run_id, term, search_pattern(term), where_params)
             where.append(f"r.response_id IN ({matching})")
-    page_ids = ""
-    if ids is not None:  # a semi-join DuckDB pushes into the scans, unlike a WHERE ... IN on the CTE
-        page_ids = f"JOIN (SELECT unnest({cte_params.bind(ids)}::BIGINT[]) AS page_id) p ON p.page_id = eff.response_id"
-        where, where_params = [], Params("w")  # the page's ids passed the filters already
+    if ids is not None:
+        where, where_params = [f"r.response_id IN ({among})"], Params("w")
     sql = f"""{ctes}
         SELECT __COLUMNS__
-        FROM eff {page_ids}
+        FROM eff
         JOIN responses r ON r.response_id = eff.response_id
         JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
         {joins}
@@ -362,13 +364,15 @@ def computed_values(con: duckdb.DuckDBPyConnection, evaluation_id: int,
                     response_ids: list[int]) -> dict[str, dict[int, str]]:
     """The evaluation's computed verdicts (not overrides) of these responses: target -> response -> verdict,
     for 'overall' and every check (what "confirm the computed verdict" writes)."""
+    ids = Params("id")
+    among = ids.among(response_ids)
     rows = con.execute(
-        """SELECT 'overall', response_id, overall FROM response_results
-           WHERE evaluation_id = $evaluation AND response_id IN (SELECT unnest($ids::BIGINT[]))
+        f"""SELECT 'overall', response_id, overall FROM response_results
+           WHERE evaluation_id = $evaluation AND response_id IN ({among})
            UNION ALL
            SELECT check_name, response_id, verdict FROM check_results
-           WHERE evaluation_id = $evaluation AND response_id IN (SELECT unnest($ids::BIGINT[]))""",
-        {"evaluation": evaluation_id, "ids": response_ids},
+           WHERE evaluation_id = $evaluation AND response_id IN ({among})""",
+        {"evaluation": evaluation_id, **ids.values},
     ).fetchall()
     out: dict[str, dict[int, str]] = {}
     for target, response_id, verdict in rows:

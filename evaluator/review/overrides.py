@@ -262,19 +262,21 @@ def history(con: duckdb.DuckDBPyConnection, response_id: int) -> list[dict[str, 
 
 
 # Overrides made on the same answer (question_id + provider + answer_hash) in an earlier run,
-# latest per target, for targets this response has no override of its own yet. Used by
-# carried_candidates and by the Triage filter; `r` is the response being looked at.
+# latest per target, for targets this response has no override of its own yet. The response's
+# values are bound ($response_id, $question_id, $provider, $answer_hash, $run_id), not joined:
+# filters on bound values reach the scans (a PostgreSQL store sends the matches, not every response).
 CARRIED_SQL = """
 SELECT o.override_id, o.target, o.new_value, o.reason, o.reviewer, o.created_at,
        src.run_id AS source_run_id, src.response_id AS source_response_id
 FROM responses src
 JOIN overrides o ON o.response_id = src.response_id
-WHERE src.question_id = r.question_id AND src.provider = r.provider AND src.answer_hash = r.answer_hash
-  AND src.run_id < r.run_id
-  AND NOT EXISTS (SELECT 1 FROM overrides mine WHERE mine.response_id = r.response_id AND mine.target = o.target)
+WHERE src.question_id = $question_id AND src.provider = $provider AND src.answer_hash = $answer_hash
+  AND src.run_id < $run_id
+  AND NOT EXISTS (SELECT 1 FROM overrides mine WHERE mine.response_id = $response_id AND mine.target = o.target)
 QUALIFY row_number() OVER (PARTITION BY o.target ORDER BY o.override_id DESC) = 1
 """
-# Triage: does response `r` have anything to carry forward? (no window needed for existence)
+
+# Triage: does response `r` have anything to carry forward? (CARRIED_SQL's rows exist; no window needed)
 HAS_CARRIED_SQL = """EXISTS (
     SELECT 1 FROM responses src JOIN overrides o ON o.response_id = src.response_id
     WHERE src.question_id = r.question_id AND src.provider = r.provider AND src.answer_hash = r.answer_hash
@@ -288,14 +290,17 @@ CANDIDATE_COLUMNS = ["override_id", "target", "new_value", "reason", "reviewer",
 
 def carried_candidates(con: duckdb.DuckDBPyConnection, response_id: int) -> list[dict[str, Any]]:
     """Overrides of the same answer in earlier runs that could be applied here ("carried from run X")."""
+    answer = fetch_one(con, "SELECT response_id, question_id, provider, answer_hash, run_id FROM responses "
+                            "WHERE response_id = $response", {"response": response_id})
+    if answer is None:
+        return []
     rows = con.execute(
         f"""SELECT c.override_id, c.target, c.new_value, c.reason, c.reviewer, c.created_at, run.name,
                    c.source_response_id
-            FROM responses r, LATERAL ({CARRIED_SQL}) c
+            FROM ({CARRIED_SQL}) c
             JOIN runs run ON run.run_id = c.source_run_id
-            WHERE r.response_id = $response
             ORDER BY c.target""",
-        {"response": response_id},
+        dict(zip(("response_id", "question_id", "provider", "answer_hash", "run_id"), answer, strict=True)),
     ).fetchall()
     return [dict(zip(CANDIDATE_COLUMNS, row, strict=True)) for row in rows]
 

@@ -18,6 +18,7 @@ from evaluator.pipeline.judges.llm_spans import JUDGE_FLAGS, SPAN_FLAG
 from evaluator.pipeline.responses import load_responses
 from evaluator.queries.review import span_evaluation
 from evaluator.rules.load import load_rules, rules_from_text
+from evaluator.store.sql_params import Params
 
 
 def of(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequence[int]
@@ -31,16 +32,18 @@ def of(con: duckdb.DuckDBPyConnection, evaluation_id: int, response_ids: Sequenc
     if computed:
         out = _computed_spans(con, source, response_ids)
     # with computed spans, only a judge's flags' (llm_unsupported_span): the rules' are evaluated again
+    ids = Params("id")
+    among = ids.among(response_ids)
     rows = con.execute(
-        """SELECT response_id, spans FROM check_results
-           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+        f"""SELECT response_id, spans FROM check_results
+           WHERE evaluation_id = $evaluation_id AND response_id IN ({among})
              AND spans IS NOT NULL AND NOT $computed
            UNION ALL
            SELECT response_id, spans FROM flags
-           WHERE evaluation_id = $evaluation_id AND response_id IN (SELECT unnest($response_ids::BIGINT[]))
+           WHERE evaluation_id = $evaluation_id AND response_id IN ({among})
              AND spans IS NOT NULL AND (NOT $computed OR list_contains($judge_flags::VARCHAR[], flag))""",
-        {"evaluation_id": source["evaluation_id"], "response_ids": list(response_ids), "computed": bool(computed),
-         "judge_flags": list(JUDGE_FLAGS)},
+        {"evaluation_id": source["evaluation_id"], "computed": bool(computed), "judge_flags": list(JUDGE_FLAGS),
+         **ids.values},
     ).fetchall()
     for response_id, raw in rows:
         out[int(response_id)].extend(orjson.loads(raw) or [])
@@ -74,11 +77,11 @@ def of_flag(con: duckdb.DuckDBPyConnection, evaluation_id: int, flag: str, respo
     source = span_evaluation(con, evaluation_id)
     if source is None or not response_ids:
         return {}
+    ids = Params("id")
     rows = con.execute(
-        """SELECT response_id, spans FROM flags
-           WHERE evaluation_id = $evaluation_id AND flag = $flag
-             AND response_id IN (SELECT unnest($response_ids::BIGINT[]))""",
-        {"evaluation_id": source["evaluation_id"], "flag": flag, "response_ids": list(response_ids)}).fetchall()
+        f"""SELECT response_id, spans FROM flags
+           WHERE evaluation_id = $evaluation_id AND flag = $flag AND response_id IN ({ids.among(response_ids)})""",
+        {"evaluation_id": source["evaluation_id"], "flag": flag, **ids.values}).fetchall()
     raised = {int(r): orjson.loads(raw) if raw is not None else None for r, raw in rows}
     if source["with_spans"] is False and source["rules_text"] and flag not in JUDGE_FLAGS:  # a judge's are stored
         rules = rules_from_text(source["rules_text"], source["rules_source"])

@@ -17,6 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+# Up to this many values an IN list is one parameter per value (see Params.among).
+MAX_LISTED = 512
+
 
 class Params:
     """The named parameters of one query (or one piece of it): ``bind`` a value, get its ``$name``."""
@@ -42,6 +45,20 @@ class Params:
         """``$a, $b, …``: one parameter per value, for ``x IN (…)`` (a constant IN list keeps DuckDB's
         filter pushdown and zone-map pruning, which a bound list behind unnest may not)."""
         return ", ".join(self.bind(v) for v in values)
+
+    def among(self, values: Iterable[Any], sql_type: str = "BIGINT") -> str:
+        """What goes inside ``x IN (…)`` for these values. A page's worth gets one parameter per
+        value: DuckDB hands filters on single values to the scan (a PostgreSQL store's indexes, a
+        file's zone maps) but not a bound list behind unnest — one response's checks on a 1M-response
+        PostgreSQL store took 7 s that way and take 0.02 s this way. Past MAX_LISTED values, one bound
+        list (binding thousands of parameters costs more than it saves). No values: ``NULL`` (matches
+        nothing)."""
+        listed = list(values)
+        if not listed:
+            return "NULL"
+        if len(listed) <= MAX_LISTED:
+            return self.list(listed)
+        return f"SELECT unnest({self.bind(listed)}::{sql_type}[])"
 
     def update(self, other: Params | Mapping[str, Any]) -> Params:
         """Add another piece's parameters (their names must not clash)."""

@@ -96,3 +96,27 @@ def test_the_reviewers_refusal_decision_is_the_latest_override(sample_store):
         add_override(con, response_id, "refused", "REFUSED", "first look", "alice")
         add_override(con, response_id, "refused", "NOT REFUSED", "second look", "bob")
         assert review.refused_state(con, response_id)["reviewer"] == "NOT REFUSED"
+
+
+def test_a_pages_reads_are_the_same_with_ids_listed_or_bound_as_one_list(sample_store, monkeypatch):
+    """Params.among lists a page's ids one parameter each (so a PostgreSQL store's indexes serve them)
+    and binds longer lists as one: every per-response read gives the same answer either way."""
+    import evaluator.store.sql_params as sql_params
+    from evaluator.pipeline.responses import load_responses
+    from evaluator.queries import triage
+
+    def reads(max_listed: int) -> list:
+        monkeypatch.setattr(sql_params, "MAX_LISTED", max_listed)
+        with connect(sample_store) as con:
+            ids = _ids(con, "clearpath")
+            evaluation = _latest(con, "clearpath", "t3_aware")
+            filters = triage.TriageFilters(evaluation_id=evaluation)
+            return [review.checks(con, evaluation, ids), review.flags(con, evaluation, ids),
+                    review.retrieved(con, ids), span_view.of(con, evaluation, ids),
+                    span_view.of_flag(con, evaluation, "potential_hallucination", ids),
+                    triage.computed_values(con, evaluation, ids), load_responses(con, ids),
+                    triage.page_and_count(con, filters, 1, page_size=len(ids), sort="flags")]
+
+    listed, bound = reads(10_000), reads(1)
+    assert listed == bound
+    assert any(listed[0].values()) and any(listed[2].values()) and listed[-1][0] > 0

@@ -50,3 +50,22 @@ def test_one_bound_name_can_stand_in_several_places(con) -> None:
     low = p.bind(4)
     sql = f"SELECT count(*) FROM t WHERE id >= {low} AND label <> 'row ' || {low}"
     assert con.execute(sql, p.values).fetchall() == [(5,)]
+
+
+@pytest.mark.parametrize("ids", [[], [3], [2, 5, 7], list(range(10))])
+def test_among_selects_the_same_rows_listed_or_as_one_bound_list(con, monkeypatch, ids) -> None:
+    import evaluator.store.sql_params as sql_params
+
+    def selected(max_listed: int) -> tuple[str, list[int]]:
+        monkeypatch.setattr(sql_params, "MAX_LISTED", max_listed)
+        p = Params("ids")
+        among = p.among(ids)
+        return among, [row[0] for row in con.execute(f"SELECT id FROM t WHERE id IN ({among}) ORDER BY id",
+                                                     p.values).fetchall()]
+
+    listed, bound = selected(len(ids)), selected(max(len(ids) - 1, 0))
+    assert listed[1] == bound[1] == sorted(ids)
+    if ids:  # a page's worth one parameter each (the scans see the values); past that, one list
+        assert listed[0].count("$") == len(ids) and "unnest" in bound[0]
+    else:
+        assert listed[0] == bound[0] == "NULL"
