@@ -65,7 +65,7 @@ SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.templat
        q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
        coalesce(r.retrieval_recorded, true) AS retrieval_recorded
 FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.response_id IN ({ids})
+WHERE r.response_id IN ({ids}) AND q.question_id IN ({questions})
 ORDER BY r.response_id
 """
 IDS_RETRIEVED_SQL = """
@@ -197,8 +197,16 @@ def id_batches(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int], rows
 def _ids_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[int]) -> Batch:
     params = Params("id")
     among = params.among(ids)
-    rows, retrieved, chunks = (con.sql(sql.format(ids=among), params=params.values).to_arrow_table()
-                               for sql in (IDS_ROWS_SQL, IDS_RETRIEVED_SQL, IDS_CHUNKS_SQL))
+    # The questions these responses answer, named first: a filter on the questions' own column reaches
+    # their scan (a PostgreSQL store sends these questions, not all of them, for the join).
+    question_ids = [row[0] for row in con.execute(
+        f"SELECT DISTINCT question_id FROM responses WHERE response_id IN ({among})", params.values).fetchall()]
+    question_params = Params("q")
+    questions = question_params.among(question_ids, "VARCHAR")
+    rows = con.sql(IDS_ROWS_SQL.format(ids=among, questions=questions),
+                   params={**params.values, **question_params.values}).to_arrow_table()
+    retrieved, chunks = (con.sql(sql.format(ids=among), params=params.values).to_arrow_table()
+                         for sql in (IDS_RETRIEVED_SQL, IDS_CHUNKS_SQL))
     return rows, retrieved, chunks
 
 

@@ -26,20 +26,36 @@ __all__ = [
 ]
 
 RESPONSE_SQL = """
-SELECT r.response_id, r.run_id, run.name AS run, run.profile, r.question_id, q.question, r.provider, r.model,
-       r.answer, r.answer_hash, r.template, q.expected_template, q.expected_routing, r.classification,
-       r.answerable, r.comment, r.outcome, r.metadata, q.gold_answers, q.expected_ids,
+SELECT r.response_id, r.run_id, run.name AS run, run.profile, r.question_id, r.provider, r.model,
+       r.answer, r.answer_hash, r.template, r.classification,
+       r.answerable, r.comment, r.outcome, r.metadata,
        coalesce(r.retrieval_recorded, true) AS retrieval_recorded
 FROM responses r
 JOIN runs run ON run.run_id = r.run_id
-JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
 WHERE r.response_id = $response_id
+"""
+RESPONSE_COLUMNS = (
+    "response_id", "run_id", "run", "profile", "question_id", "question", "provider", "model", "answer",
+    "answer_hash", "template", "expected_template", "expected_routing", "classification", "answerable",
+    "comment", "outcome", "metadata", "gold_answers", "expected_ids", "retrieval_recorded")
+# The response's question, read by its bound run and id (joined, a PostgreSQL store would send
+# every question of the store for the join).
+QUESTION_SQL = """
+SELECT question, expected_template, expected_routing, gold_answers, expected_ids
+FROM questions WHERE run_id = $run_id AND question_id = $question_id
 """
 
 
 def response(con: duckdb.DuckDBPyConnection, response_id: int) -> dict[str, Any] | None:
     rows = query_dicts(con, RESPONSE_SQL, {"response_id": response_id})
-    return rows[0] if rows else None
+    if not rows:
+        return None
+    row = rows[0]
+    questions = query_dicts(con, QUESTION_SQL, {"run_id": row["run_id"], "question_id": row["question_id"]})
+    if not questions:  # every response has its question (ingest writes both); as the join did: none
+        return None
+    found = {**row, **questions[0]}
+    return {name: found[name] for name in RESPONSE_COLUMNS}
 
 
 def evaluations_of_run(con: duckdb.DuckDBPyConnection, run_id: int) -> list[dict[str, Any]]:

@@ -401,16 +401,23 @@ def _instance(path: Path) -> _Instance:
         return found
 
 
+# How long a PostgreSQL store's instance stays open with no cursor: opening one (the extension
+# loaded, the database attached, its catalog read) costs 0.2–0.3 s, and a page run opens the
+# store several times; a file's instance closes at once instead (its lock must go to the next writer).
+SERVER_IDLE_CLOSE_S = 30.0
+
+
 class _ServerInstance:
     """The process's one DuckDB instance (in memory) with a PostgreSQL store attached, shared by
-    every caller as cursors; closed when the last one leaves, like a file's. No turns: PostgreSQL's
-    transactions keep this process's writers and other hosts' apart."""
+    every caller as cursors; closed SERVER_IDLE_CLOSE_S after the last one leaves. No turns:
+    PostgreSQL's transactions keep this process's writers and other hosts' apart."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.lock = threading.Lock()
         self.con: duckdb.DuckDBPyConnection | None = None
         self.users = 0
+        self.left = 0.0  # when the last cursor left (time.monotonic)
 
     def acquire(self, read_only: bool, upgrade: bool) -> duckdb.DuckDBPyConnection:
         with self.lock:
@@ -448,6 +455,15 @@ class _ServerInstance:
         with self.lock:
             self.users -= 1
             if self.users == 0 and self.con is not None:
+                self.left = time.monotonic()
+                timer = threading.Timer(SERVER_IDLE_CLOSE_S, self._close_if_idle)
+                timer.daemon = True
+                timer.start()
+
+    def _close_if_idle(self) -> None:
+        with self.lock:
+            if self.users == 0 and self.con is not None and \
+                    time.monotonic() - self.left >= SERVER_IDLE_CLOSE_S * 0.99:
                 try:
                     self.con.close()
                 finally:

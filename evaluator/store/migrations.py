@@ -339,12 +339,21 @@ CREATE INDEX response_results_response ON response_results (response_id);
 CREATE INDEX flags_response ON flags (response_id);
 """
 
+# The lookups a Review page makes besides a response's own rows, in PostgreSQL (issue 32): a question
+# by its run and id, and the earlier answers to the same question by the same provider (overrides to
+# carry forward). Without them PostgreSQL scans every question (250k at 1M responses) or every response
+# for each; SERVER_ONLY as migration 14.
+SERVER_ANSWER_INDEXES = """
+CREATE INDEX questions_question ON questions (run_id, question_id);
+CREATE INDEX responses_question ON responses (question_id, provider);
+"""
+
 # Migrations that change only how data is stored and use what older storage formats lack: version ->
 # the oldest storage format that has it (duckdb_databases().tags['storage_version']). A store in an
 # older format records them without running them; what it stores is the same either way.
 NEEDS_STORAGE: dict[int, tuple[int, int, int]] = {9: (1, 2, 0)}
 # Migrations for a PostgreSQL store only; a store file records them without running them.
-SERVER_ONLY = {14}
+SERVER_ONLY = {14, 15}
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (1, "initial schema", INITIAL),
@@ -361,4 +370,5 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (12, "label value names", LABEL_VALUE_NAMES),
     (13, "save tokens and pending saves", SAVE_TOKENS),
     (14, "lookup indexes in PostgreSQL", SERVER_LOOKUP_INDEXES),
+    (15, "question and answer indexes in PostgreSQL", SERVER_ANSWER_INDEXES),
 ]

@@ -39,6 +39,31 @@ def test_connect_makes_and_migrates_the_store_once(any_store: str, tmp_path: Pat
         assert _files_beside(tmp_path) == before
 
 
+def test_a_postgresql_stores_instance_is_kept_between_uses_and_closed_once_idle(request, monkeypatch) -> None:
+    """Opening a PostgreSQL store costs 0.2–0.3 s (extension, ATTACH, catalog), and a page run opens it
+    several times: the instance outlives its last cursor by SERVER_IDLE_CLOSE_S, then closes."""
+    import time
+
+    from evaluator.store import db
+
+    missing = postgres_extension_missing()
+    if missing:  # as any_store's PostgreSQL case: make test runs it again in .venv-pg
+        pytest.skip(missing)
+    pg_url = str(request.getfixturevalue("pg_url"))
+    monkeypatch.setattr(db, "SERVER_IDLE_CLOSE_S", 1.0)
+    with connect(pg_url) as con:
+        # a table of the instance's own in-memory database: it lives as long as the instance does
+        con.execute("CREATE TABLE memory.main.kept AS SELECT 1 AS x")
+    with connect(pg_url, read_only=True) as con:
+        assert con.execute("SELECT x FROM memory.main.kept").fetchall() == [(1,)]
+    deadline = time.monotonic() + 30
+    while db._SERVERS[pg_url].con is not None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert db._SERVERS[pg_url].con is None
+    with connect(pg_url, read_only=True) as con:  # opened again: the table went with the old instance
+        assert con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'kept'").fetchone() == (0,)
+
+
 def test_a_reader_finds_no_store_in_an_empty_database(any_store: str) -> None:
     with pytest.raises(FileNotFoundError, match="no store here yet"), connect(any_store, read_only=True):
         pass
