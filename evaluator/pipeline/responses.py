@@ -12,6 +12,7 @@ import orjson
 import pyarrow as pa
 
 from evaluator.core.types import GoldClaim, ResponseInput, RetrievedItem, Span
+from evaluator.store import sql_params
 from evaluator.store.db import fetch_one
 from evaluator.store.sql_params import Params
 
@@ -59,13 +60,13 @@ SELECT DISTINCT c.chunk_key, c.chunk_id, c.text FROM retrieved rt JOIN chunks c 
 WHERE rt.response_id BETWEEN $lo AND $hi
 """
 # The same three reads for a list of responses (a page's, an export's), questions joined in;
-# {ids} is what goes inside IN (…) (evaluator.store.sql_params.Params.among).
+# {ids} is what goes inside IN (…) (evaluator.store.sql_params.Params.among), {questions} an added filter.
 IDS_ROWS_SQL = """
 SELECT r.response_id, r.question_id, q.question, r.provider, r.answer, r.template, q.expected_template,
        q.expected_routing, r.classification, r.answerable, q.gold_answers, q.expected_ids,
        coalesce(r.retrieval_recorded, true) AS retrieval_recorded
 FROM responses r JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-WHERE r.response_id IN ({ids}) AND q.question_id IN ({questions})
+WHERE r.response_id IN ({ids}){questions}
 ORDER BY r.response_id
 """
 IDS_RETRIEVED_SQL = """
@@ -197,12 +198,13 @@ def id_batches(con: duckdb.DuckDBPyConnection, response_ids: Sequence[int], rows
 def _ids_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[int]) -> Batch:
     params = Params("id")
     among = params.among(ids)
-    # The questions these responses answer, named first: a filter on the questions' own column reaches
-    # their scan (a PostgreSQL store sends these questions, not all of them, for the join).
-    question_ids = [row[0] for row in con.execute(
-        f"SELECT DISTINCT question_id FROM responses WHERE response_id IN ({among})", params.values).fetchall()]
-    question_params = Params("q")
-    questions = question_params.among(question_ids, "VARCHAR")
+    questions, question_params = "", Params("q")
+    if len(ids) <= sql_params.MAX_LISTED:
+        # A page's: the questions they answer named first, so the filter reaches the questions' scan
+        # (a PostgreSQL store sends these questions for the join, not all of them).
+        question_ids = [row[0] for row in con.execute(
+            f"SELECT DISTINCT question_id FROM responses WHERE response_id IN ({among})", params.values).fetchall()]
+        questions = f" AND q.question_id IN ({question_params.among(question_ids, 'VARCHAR')})"
     rows = con.sql(IDS_ROWS_SQL.format(ids=among, questions=questions),
                    params={**params.values, **question_params.values}).to_arrow_table()
     retrieved, chunks = (con.sql(sql.format(ids=among), params=params.values).to_arrow_table()
