@@ -83,9 +83,10 @@ def extension_directory() -> str:
 # A scan of a PostgreSQL table is split into one query per this many of its pages (8 kB each; the
 # extension's default is 1,000). Each query repeats the filters DuckDB pushed down, so a page's
 # lookup by response ids costs one index scan per query: a 1M-response run's check results
-# (160k pages) took 160 queries and 1.5–1.9 s for Triage's 50 cards, 4 queries and 0.02–0.05 s
-# this way; whole-table scans stay as fast (measured 1.8–2.2 s either way, 2 threads).
-PAGES_PER_TASK = 50_000
+# (160k pages) took 160 queries and 1.5–1.9 s for Triage's 50 cards, 32 queries and 0.05–0.06 s
+# this way. Larger tasks (50,000) cut that to 0.02 s but slowed the scans a join can stop early
+# (Overview's pass rates with overrides: 0.4 s at 1,000 and 5,000, 1.2–3 s at 50,000).
+PAGES_PER_TASK = 5_000
 
 
 def open_instance(url: str, url_literal: str) -> duckdb.DuckDBPyConnection:
