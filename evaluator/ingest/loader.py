@@ -52,7 +52,7 @@ from evaluator.store.db import (
     next_ids,
     on_server,
 )
-from evaluator.store.results import write_evaluation_counts, write_response_results
+from evaluator.store.results import write_evaluation_counts, write_response_results, write_run_sizes
 from evaluator.store.spill import spill_folder
 from evaluator.store.staging import OwnedFolder
 
@@ -302,6 +302,7 @@ def _store(con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool, d
         run_id = next_id(con, "run_ids")
         con.execute(INSERT_RUN_SQL, _run_row(run_id, run))
         _load(con, run_id, run.columns)
+        write_run_sizes(con, run_id)
         if replaced_run_id is not None:
             _move_overrides(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
             _move_typed_annotations(con, replaced_run_id, run_id, drop_overrides=drop_overrides)
@@ -309,8 +310,9 @@ def _store(con: duckdb.DuckDBPyConnection, run: PreparedRun, *, replace: bool, d
     return IngestResult(run_id, run.name, run.profile, run.n_responses, replaced_run_id is not None)
 
 
-INSERT_RUN_SQL = """INSERT INTO runs VALUES ($run, $name, $path, $format, $content_hash, $profile, now(),
-                                          $n_responses, NULL)"""
+INSERT_RUN_SQL = """INSERT INTO runs (run_id, name, source_file, source_format, content_hash, profile, ingested_at,
+                                       n_responses)
+                   VALUES ($run, $name, $path, $format, $content_hash, $profile, now(), $n_responses)"""
 
 
 def _run_row(run_id: int, run: PreparedRun) -> dict[str, object]:
@@ -432,7 +434,7 @@ def delete_run(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
     responses = "SELECT response_id FROM responses WHERE run_id = $run"
     metrics = "SELECT metric_result_id FROM metric_results WHERE run_id = $run"
     run = {"run": run_id}
-    for table in ("check_results", "response_results", "flags", "evaluation_counts"):
+    for table in ("check_results", "response_results", "flags", "evaluation_counts", "flag_counts"):
         con.execute(f"DELETE FROM {table} WHERE evaluation_id IN ({evaluations})", run)
     con.execute(f"DELETE FROM metric_responses WHERE metric_result_id IN ({metrics})", run)
     con.execute(f"DELETE FROM retrieved WHERE response_id IN ({responses})", run)

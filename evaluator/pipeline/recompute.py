@@ -203,7 +203,7 @@ def recompute(
                 evaluation_id = next_id(con, "evaluation_ids")
                 # the SQL engine's staging file holds only some responses: its counts are made here
                 tables = ("evaluations", "response_results", "check_results", "flags",
-                          *(() if engine == "sql" else ("evaluation_counts",)))
+                          *(() if engine == "sql" else ("evaluation_counts", "flag_counts")))
                 for table in tables:
                     copy_back(con, alias, table, "evaluation_id = $staged",
                               {"staged": STAGED_EVALUATION_ID, "evaluation": evaluation_id},

@@ -34,6 +34,7 @@ from evaluator.pipeline.judges.llm_spans import SPAN_FLAG, SPAN_SEVERITY, LLMSpa
 from evaluator.pipeline.metrics.runner import CACHE_INSERT_SQL, StoreJudgeCache
 from evaluator.pipeline.responses import RUN_ROWS_SQL, response_input, spans_json
 from evaluator.store.db import StoreBusyError, arrow_reader, atomic, connect, fetch_value
+from evaluator.store.results import write_flag_counts
 from evaluator.store.run_lookup import run_id_for
 from evaluator.store.staging import RunChangedError, require_same_run, run_version, snapshot_run, staging_area
 
@@ -108,6 +109,7 @@ def judge_spans(db: str | os.PathLike[str] | None, run_name: str, evaluation_id:
                 con.executemany("INSERT INTO flags VALUES ($e, $response_id, $flag, $severity, $spans::JSON)",
                                 [{"e": target, "flag": SPAN_FLAG, "severity": SPAN_SEVERITY,
                                   "response_id": f["response_id"], "spans": f["spans"]} for f in found])
+            write_flag_counts(con, target, SPAN_FLAG)
     return SpanJudgeResult(run_name, target, judge.name, judge.model, judged, skipped, len(found),
                            sum(f["n"] for f in found), unfound, judge.requests)
 

@@ -29,6 +29,7 @@ from evaluator.queries.effective import (
 )
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
+from evaluator.store.postgres import few_rows
 from evaluator.store.sql_params import Params
 
 __all__ = [
@@ -140,19 +141,25 @@ class Shown:
 REVIEWS_CTE = latest_overrides_cte("reviews")
 
 
-def reviewed_cte(name: str, evaluations: str) -> str:
+def reviewed_ids(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The responses a reviewer overrode (any target, any run): few, so the override-aware counts can name
+    them, and a PostgreSQL store then reads their results by its index instead of every result."""
+    return [int(row[0]) for row in con.execute(
+        f"WITH {REVIEWS_CTE} SELECT DISTINCT response_id FROM reviews ORDER BY 1").fetchall()]
+
+
+def reviewed_cte(name: str, evaluations: str, reviewed: str = "SELECT response_id FROM reviews") -> str:
     """CTE `name(evaluation_id, response_id, pass)`: whether the effective overall verdict is PASS, for every
     response a reviewer overrode (overall or a check), under the evaluation(s) `evaluations` names (the SQL
-    of an IN list: `$a`, or `Params.list(ids)`). Needs REVIEWS_CTE before it."""
+    of an IN list: `$a`, or `Params.list(ids)`); `reviewed`, what goes in `response_id IN (…)` for the
+    responses overridden (`Params.among(reviewed_ids(con))`). Needs REVIEWS_CTE before it."""
     return f"""{name} AS (
         SELECT c.evaluation_id, c.response_id,
                {effective_overall("any_value(oo.new_value)", overall_from_checks(effective_check_verdict()))}
                    = 'PASS' AS pass
-        FROM check_results c
+        FROM (SELECT * FROM check_results WHERE evaluation_id IN ({evaluations}) AND response_id IN ({reviewed})) c
         LEFT JOIN reviews o ON o.response_id = c.response_id AND o.target = c.check_name
         LEFT JOIN reviews oo ON oo.response_id = c.response_id AND oo.target = 'overall'
-        WHERE c.evaluation_id IN ({evaluations})
-          AND c.response_id IN (SELECT response_id FROM reviews)
         GROUP BY c.evaluation_id, c.response_id
         HAVING bool_or(o.new_value IS NOT NULL) OR bool_or(oo.new_value IS NOT NULL)
     )"""
@@ -257,25 +264,29 @@ def pass_rate_counts(
             GROUP BY ALL)"""
     order = ("c.provider_rank NULLS LAST, c.evaluation_id, c.template" if shown.on
              else "c.evaluation_id, c.provider, c.template")
-    if not with_overrides:
+    overridden = reviewed_ids(con) if with_overrides else []
+    if not overridden:  # none: the stored counts are the effective ones
         sql = f"""{shown.with_(computed)}
             SELECT c.evaluation_id, c.provider, c.template, c.n, c.passed FROM computed c ORDER BY {order}"""
         return query_dicts(con, sql, {**shown.params, **p.values})
+    reviewed = p.among(overridden)
     delta = f"""delta AS (
             SELECT x.evaluation_id, {shown.provider('r.provider')} AS provider, rr.template_group AS template,
                    sum(x.pass::INTEGER - (rr.overall = 'PASS')::INTEGER) AS d
             FROM reviewed x
-            JOIN response_results rr ON rr.evaluation_id = x.evaluation_id AND rr.response_id = x.response_id
-            JOIN responses r ON r.response_id = x.response_id
+            JOIN (SELECT * FROM response_results WHERE response_id IN ({reviewed})) rr
+              ON rr.evaluation_id = x.evaluation_id AND rr.response_id = x.response_id
+            JOIN (SELECT * FROM responses WHERE response_id IN ({reviewed})) r ON r.response_id = x.response_id
             {shown.join('r.provider')}
             GROUP BY ALL)"""
-    sql = f"""{shown.with_(REVIEWS_CTE, reviewed_cte("reviewed", marks), computed, delta)}
+    sql = f"""{shown.with_(REVIEWS_CTE, reviewed_cte("reviewed", marks, reviewed), computed, delta)}
         SELECT c.evaluation_id, c.provider, c.template, c.n, (c.passed + coalesce(d.d, 0))::BIGINT AS passed
         FROM computed c
         LEFT JOIN delta d ON d.evaluation_id = c.evaluation_id AND d.template = c.template
                          AND d.provider IS NOT DISTINCT FROM c.provider
         ORDER BY {order}"""
-    return query_dicts(con, sql, {**shown.params, **p.values})
+    with few_rows(con):
+        return query_dicts(con, sql, {**shown.params, **p.values})
 
 
 def with_wilson(row: dict[str, Any], passed: str = "passed", n: str = "n") -> dict[str, Any]:
@@ -329,15 +340,21 @@ def check_counts(
     response from its computed verdict to the reviewer's). `providers` and `rest` as in pass_rate_counts."""
     counted = """SELECT provider, template_group AS template, target AS "check", verdict, n
                  FROM evaluation_counts WHERE evaluation_id = $evaluation_id AND target <> 'overall'"""
-    if with_overrides:
-        counted += """
+    p = Params("reviewed")
+    overridden = reviewed_ids(con) if with_overrides else []
+    if overridden:  # none: the stored counts are the effective ones
+        reviewed = p.among(overridden)
+        counted += f"""
             UNION ALL
             SELECT r.provider, rr.template_group, c.check_name, moved.verdict, moved.n
             FROM reviews o
-            JOIN check_results c ON c.evaluation_id = $evaluation_id AND c.response_id = o.response_id
-                                 AND c.check_name = o.target
-            JOIN response_results rr ON rr.evaluation_id = c.evaluation_id AND rr.response_id = c.response_id
-            JOIN responses r ON r.response_id = c.response_id
+            JOIN (SELECT * FROM check_results
+                  WHERE evaluation_id = $evaluation_id AND response_id IN ({reviewed})) c
+              ON c.response_id = o.response_id AND c.check_name = o.target
+            JOIN (SELECT * FROM response_results
+                  WHERE evaluation_id = $evaluation_id AND response_id IN ({reviewed})) rr
+              ON rr.response_id = c.response_id
+            JOIN (SELECT * FROM responses WHERE response_id IN ({reviewed})) r ON r.response_id = c.response_id
             CROSS JOIN LATERAL (VALUES (c.verdict, -1), (o.new_value, 1)) AS moved(verdict, n)"""
     shown = Shown(providers, rest)
     sql = f"""{shown.with_(REVIEWS_CTE, f"counted AS ({counted})")}
@@ -350,7 +367,8 @@ def check_counts(
             ORDER BY {'min(shown.i) NULLS LAST' if shown.on else 'provider'}, k.template,
                      list_position({CHECK_LIST_SQL}, k."check"), k."check"
             """
-    return query_dicts(con, sql, {**shown.params, "evaluation_id": evaluation_id})
+    with few_rows(con):  # the results read are the reviewed responses' (and the stored counts)
+        return query_dicts(con, sql, {**shown.params, **p.values, "evaluation_id": evaluation_id})
 
 
 def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, providers: Sequence[str] | None = None,
@@ -367,8 +385,8 @@ def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int, *, providers
     rows = query_dicts(
         con,
         f"""{shown.with_()}
-            SELECT {shown.provider('r.provider')} AS provider, f.flag, count(*) AS count
-            FROM flags f JOIN responses r ON r.response_id = f.response_id {shown.join('r.provider')}
+            SELECT {shown.provider('f.provider')} AS provider, f.flag, sum(f.n)::BIGINT AS count
+            FROM flag_counts f {shown.join('f.provider')}
             WHERE f.evaluation_id = $evaluation_id
             GROUP BY ALL ORDER BY min(shown.i) NULLS LAST, f.flag""",
         {**shown.params, "evaluation_id": source},

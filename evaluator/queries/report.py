@@ -73,9 +73,8 @@ def flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> list[dict
         return []
     return query_dicts(
         con,
-        """SELECT r.provider, f.flag, count(*) AS count
-           FROM flags f JOIN responses r ON r.response_id = f.response_id
-           WHERE f.evaluation_id = $evaluation_id GROUP BY ALL ORDER BY r.provider, f.flag""",
+        """SELECT provider, flag, sum(n)::BIGINT AS count FROM flag_counts
+           WHERE evaluation_id = $evaluation_id GROUP BY ALL ORDER BY provider, flag""",
         {"evaluation_id": source},
     )
 

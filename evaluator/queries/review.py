@@ -238,17 +238,36 @@ def response_choices(con: duckdb.DuckDBPyConnection, run_id: int, limit: int = 1
         where += (" AND (contains(lower(r.question_id), lower($contains))"
                   " OR contains(lower(r.provider), lower($contains)))")
         params["contains"] = contains
-    # The page's ids first (a narrow sort), the names for those ids only; the total in its own count.
-    total = int(fetch_one(con, f"SELECT count(*) FROM responses r WHERE {where}", params)[0])  # type: ignore[index]
+    # The page's ids first, then the names of those ids only, each id bound (a PostgreSQL store finds them
+    # by its index instead of sending every response); the total in its own count, or the run's stored size
+    # when nothing narrows it.
+    run = fetch_one(con, "SELECT n_responses, first_response_id FROM runs WHERE run_id = $run_id", {"run_id": run_id})
+    if run is None:
+        return []
+    total, first = int(run[0]), run[1]
+    ids: list[int] = []
+    if not contains and first is not None:
+        # A run's ids are mostly one block from its first: the `limit` ids from there, when all are the
+        # run's, are its first `limit` (read by the ids' index, not a sort of the whole run).
+        ids = [row[0] for row in con.execute(
+            f"SELECT r.response_id FROM responses r WHERE {where} AND r.response_id BETWEEN $first AND $last "
+            "ORDER BY r.response_id", {**params, "first": first, "last": first + limit - 1}).fetchall()]
+    if len(ids) < min(limit, total) or contains:
+        if contains:
+            total = int(fetch_one(con, f"SELECT count(*) FROM responses r WHERE {where}", params)[0])  # type: ignore[index]
+        ids = [row[0] for row in con.execute(
+            f"SELECT r.response_id FROM responses r WHERE {where} ORDER BY r.response_id LIMIT $limit",
+            {**params, "limit": limit}).fetchall()]
+    page = Params("page")
     rows = query_dicts(
         con,
-        f"""WITH page AS (SELECT r.response_id FROM responses r WHERE {where} ORDER BY r.response_id LIMIT $limit)
-            SELECT r.response_id, {cut('r.question_id')} AS question_id, {cut('r.provider')} AS provider,
+        f"""SELECT r.response_id, {cut('r.question_id')} AS question_id, {cut('r.provider')} AS provider,
                    left(q.question, 80) AS question
-            FROM page JOIN responses r USING (response_id)
+            FROM responses r
             JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
+            WHERE r.response_id IN ({page.among(ids)}) AND q.run_id = {page.bind(run_id)}
             ORDER BY r.response_id""",
-        {**params, "limit": limit},
+        page.values,
     )
     return [{**row, "total": total} for row in rows]
 

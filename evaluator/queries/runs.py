@@ -11,9 +11,7 @@ RUN_COLUMNS = ["name", "profile", "source_file", "ingested_at", "responses", "pr
 
 def list_runs(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     rows = con.execute(
-        """SELECT r.name, r.profile, r.source_file, r.ingested_at, r.n_responses,
-                  (SELECT count(DISTINCT provider) FROM responses x WHERE x.run_id = r.run_id),
-                  (SELECT count(*) FROM questions q WHERE q.run_id = r.run_id)
+        """SELECT r.name, r.profile, r.source_file, r.ingested_at, r.n_responses, r.n_providers, r.n_questions
            FROM runs r ORDER BY r.run_id"""
     ).fetchall()
     return [dict(zip(RUN_COLUMNS, row, strict=True)) for row in rows]

@@ -5,6 +5,8 @@ from __future__ import annotations
 import duckdb
 import pyarrow as pa
 
+from evaluator.store.db import fetch_value
+
 # The engines' outcome rows, as Arrow tables (without the evaluation's id).
 CHECKS_SCHEMA = pa.schema([("response_id", pa.int64()), ("check_name", pa.string()), ("verdict", pa.string()),
                            ("reason", pa.string()), ("spans", pa.string())])
@@ -71,3 +73,33 @@ def write_evaluation_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int) 
            GROUP BY ALL""",
         {"evaluation_id": evaluation_id},
     )
+    write_flag_counts(con, evaluation_id)
+
+
+def write_flag_counts(con: duckdb.DuckDBPyConnection, evaluation_id: int, flag: str | None = None) -> None:
+    """Flag counts per provider of a written evaluation (read by the Overview instead of counting every
+    flag each time); with `flag`, that flag's counts written again (its rows were replaced)."""
+    only = " AND f.flag = $flag" if flag is not None else ""
+    params = {"evaluation_id": evaluation_id, **({"flag": flag} if flag is not None else {})}
+    con.execute("DELETE FROM flag_counts WHERE evaluation_id = $evaluation_id"
+                + (" AND flag = $flag" if flag is not None else ""), params)
+    con.execute(
+        f"""INSERT INTO flag_counts
+            SELECT f.evaluation_id, r.provider, f.flag, count(*)
+            FROM flags f JOIN responses r ON r.response_id = f.response_id
+            WHERE f.evaluation_id = $evaluation_id{only}
+            GROUP BY ALL""",
+        params,
+    )
+
+
+def write_run_sizes(con: duckdb.DuckDBPyConnection, run_id: int) -> None:
+    """A stored run's providers, questions and first response id, counted once (read by the run lists and
+    the response picker)."""
+    providers, first = con.execute(
+        "SELECT count(DISTINCT provider), min(response_id) FROM responses WHERE run_id = $run", {"run": run_id}
+    ).fetchall()[0]
+    questions = fetch_value(con, "SELECT count(*) FROM questions WHERE run_id = $run", {"run": run_id})
+    con.execute("""UPDATE runs SET n_providers = $providers, n_questions = $questions, first_response_id = $first
+                   WHERE run_id = $run""", {"providers": providers, "questions": questions, "first": first,
+                                            "run": run_id})

@@ -86,6 +86,7 @@ def evaluated(evaluated_template: Path, tmp_path: Path) -> Path:
 def _stored(db: Path) -> dict[str, list[tuple[Any, ...]]]:
     with duckdb.connect(str(db), read_only=True) as con:
         return {"flags": con.execute("SELECT * FROM flags ORDER BY ALL").fetchall(),
+                "flag_counts": con.execute("SELECT * FROM flag_counts ORDER BY ALL").fetchall(),
                 "judge_cache": con.execute("SELECT judge, model, prompt_hash, reply FROM judge_cache "
                                            "ORDER BY ALL").fetchall()}
 
@@ -194,3 +195,23 @@ def test_the_judges_spans_are_shown_and_scored_for_an_evaluation_that_stored_no_
     assert [(s["start"], s["end"], s["text"], s["reason"]) for s in judged] == [
         (28, 37, "€45/month", SPAN_REASON), (44, 53, "€45/month", SPAN_REASON)]
     assert any(s["kind"] != SPAN_FLAG for s in shown)  # the rules' spans, evaluated again, beside them
+
+
+def test_the_stored_flag_counts_follow_the_judges_flag_each_time_it_is_replaced(
+        cli, evaluated: Path, endpoint: FakeEndpoint, monkeypatch: pytest.MonkeyPatch) -> None:
+    def counts(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        with duckdb.connect(str(db), read_only=True) as con:
+            stored = con.execute("SELECT evaluation_id, provider, flag, n FROM flag_counts ORDER BY ALL").fetchall()
+            direct = con.execute("""SELECT f.evaluation_id, r.provider, f.flag, count(*) FROM flags f
+                                    JOIN responses r USING (response_id) GROUP BY ALL ORDER BY ALL""").fetchall()
+        return stored, direct
+
+    cli("judge-spans", "--run", "sp", db=evaluated, check=True)
+    stored, direct = counts(evaluated)
+    assert stored == direct and any(row[2] == SPAN_FLAG for row in stored)
+    monkeypatch.setitem(MARKED, RUN[2][2], [])  # the judge now finds nothing in the Oslo answer
+    monkeypatch.setenv("EVALUATOR_JUDGE_MODEL", "second-model")  # not cached: asked again
+    cli("judge-spans", "--run", "sp", db=evaluated, check=True)
+    stored, direct = counts(evaluated)
+    assert stored == direct
+    assert [row[1:] for row in stored if row[2] == SPAN_FLAG] == [("bot-a", SPAN_FLAG, 1)]

@@ -109,6 +109,10 @@ def test_the_sql_engine_stores_the_python_verdicts_through_the_same_staging(stor
                   "WHERE evaluation_id = $e ORDER BY ALL")
         assert (con.execute(counts, {"e": sql.evaluation_id}).fetchall()
                 == con.execute(counts, {"e": python.evaluation_id}).fetchall())
+        flag_counts = "SELECT provider, flag, n FROM flag_counts WHERE evaluation_id = $e ORDER BY ALL"
+        python_flags = con.execute(flag_counts, {"e": python.evaluation_id}).fetchall()
+        assert python_flags  # copied back from the Python engine's staging file, not only made in SQL
+        assert con.execute(flag_counts, {"e": sql.evaluation_id}).fetchall() == python_flags
 
 
 def test_the_sql_engine_stores_no_spans_so_pages_compute_them(store):

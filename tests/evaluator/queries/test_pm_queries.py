@@ -9,6 +9,7 @@ import duckdb
 import pytest
 
 from evaluator.queries import before_after, compare, overview, report
+from evaluator.store import sql_params
 
 
 def response_id(con: duckdb.DuckDBPyConnection, run: str, question_id: str, provider: str) -> int:
@@ -54,8 +55,13 @@ def reviewed_store(sample_store: Path) -> Path:
     return sample_store
 
 
-@pytest.mark.parametrize("with_overrides", [False, True])
-def test_pass_rates_equal_the_reference_for_every_evaluation(reviewed_store, with_overrides):
+# The overridden responses are named one parameter each up to MAX_LISTED, past it bound as one list.
+OVERRIDE_CASES = [(False, 512), (True, 512), (True, 1)]
+
+
+@pytest.mark.parametrize(("with_overrides", "max_listed"), OVERRIDE_CASES)
+def test_pass_rates_equal_the_reference_for_every_evaluation(reviewed_store, with_overrides, max_listed, monkeypatch):
+    monkeypatch.setattr(sql_params, "MAX_LISTED", max_listed)
     with duckdb.connect(str(reviewed_store), read_only=True) as con:
         ids = [row[0] for row in con.execute("SELECT evaluation_id FROM evaluations ORDER BY 1").fetchall()]
         ours = overview.pass_rate_counts(con, ids, with_overrides=with_overrides)
@@ -67,8 +73,9 @@ def test_pass_rates_equal_the_reference_for_every_evaluation(reviewed_store, wit
             ]
 
 
-@pytest.mark.parametrize("with_overrides", [False, True])
-def test_check_counts_equal_the_reference(reviewed_store, with_overrides):
+@pytest.mark.parametrize(("with_overrides", "max_listed"), OVERRIDE_CASES)
+def test_check_counts_equal_the_reference(reviewed_store, with_overrides, max_listed, monkeypatch):
+    monkeypatch.setattr(sql_params, "MAX_LISTED", max_listed)
     with duckdb.connect(str(reviewed_store), read_only=True) as con:
         for (evaluation_id,) in con.execute("SELECT evaluation_id FROM evaluations").fetchall():
             def key(r):

@@ -120,3 +120,37 @@ def test_a_pages_reads_are_the_same_with_ids_listed_or_bound_as_one_list(sample_
     listed, bound = reads(10_000), reads(1)
     assert listed == bound
     assert any(listed[0].values()) and any(listed[2].values()) and listed[-1][0] > 0
+
+
+def _choices_by_sort(con, run: str, limit: int) -> list[int]:
+    return _ids(con, run)[:limit]
+
+
+def test_the_picker_lists_a_runs_first_responses_with_its_size(sample_store):
+    with connect(sample_store) as con:
+        run = review.run_id(con, "ramayana_v2")
+        choices = review.response_choices(con, run, limit=5)
+        assert [c["response_id"] for c in choices] == _choices_by_sort(con, "ramayana_v2", 5)
+        assert {c["total"] for c in choices} == {len(_ids(con, "ramayana_v2"))}
+        assert all(c["question"] and c["provider"] for c in choices)
+
+
+def test_the_picker_finds_the_first_responses_of_a_run_whose_ids_have_gaps(sample_store):
+    with connect(sample_store) as con:
+        run = review.run_id(con, "ramayana_v2")
+        ids = _ids(con, "ramayana_v2")
+        # ids not in one block (a store written otherwise, or rows removed): the first ids are still found
+        con.execute("UPDATE responses SET response_id = response_id + 1000000 WHERE response_id IN (?, ?)",
+                    [ids[1], ids[3]])
+        expected = _choices_by_sort(con, "ramayana_v2", 5)
+        assert expected != ids[:5]
+        assert [c["response_id"] for c in review.response_choices(con, run, limit=5)] == expected
+
+
+def test_the_picker_filtered_by_typing_counts_only_the_matches(sample_store):
+    with connect(sample_store) as con:
+        run = review.run_id(con, "ramayana_v2")
+        provider = con.execute("SELECT min(provider) FROM responses WHERE run_id = ?", [run]).fetchall()[0][0]
+        n = fetch_value(con, "SELECT count(*) FROM responses WHERE run_id = ? AND provider = ?", [run, provider])
+        choices = review.response_choices(con, run, limit=3, contains=provider.upper())
+        assert {c["provider"] for c in choices} == {provider} and {c["total"] for c in choices} == {n}

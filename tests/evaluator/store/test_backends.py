@@ -234,3 +234,26 @@ def test_a_pending_save_is_kept_reported_and_applied_once(any_store: str, cli, t
         assert fetch_value(con, "SELECT count(*) FROM overrides") == 1
     if is_server(any_store):  # the journal lives in the database, not beside it
         assert not any("pending" in name for name in _files_beside(tmp_path))
+
+
+def test_a_read_naming_its_rows_is_one_query_per_table_on_this_cursor_only(any_store: str, cli) -> None:
+    """few_rows: PostgreSQL reads each table as one query (each of a split scan's queries would look every
+    named id up again); the cursor's setting comes back after, other cursors never see it, a file ignores it."""
+    from evaluator.queries import overview
+    from evaluator.store.db import cursor_of
+    from evaluator.store.postgres import PAGES_PER_TASK, PAGES_PER_TASK_FEW_ROWS, few_rows
+
+    cli("ingest", str(TOY), "--name", "toy", db=any_store, check=True)
+    with connect(any_store) as con:
+        evaluation = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations")
+        before = overview.check_counts(con, evaluation, with_overrides=True)
+        if not is_server(any_store):
+            with few_rows(con):
+                assert overview.check_counts(con, evaluation, with_overrides=True) == before
+            return
+        setting = "SELECT current_setting('pg_pages_per_task')"
+        other = cursor_of(con)
+        with few_rows(con):
+            assert fetch_value(con, setting) == PAGES_PER_TASK_FEW_ROWS
+            assert fetch_value(other, setting) == PAGES_PER_TASK
+        assert fetch_value(con, setting) == PAGES_PER_TASK

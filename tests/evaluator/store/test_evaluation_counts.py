@@ -1,5 +1,6 @@
-"""evaluation_counts: the verdict counts stored with each evaluation equal the results they count,
-for evaluations written by ingest (recorded), by recompute, and counted by migration 4."""
+"""evaluation_counts and flag_counts: the verdict and flag counts stored with each evaluation equal the
+results they count, for evaluations written by ingest (recorded), by recompute, and counted by
+migrations 4 and 16; and each run's stored sizes (providers, questions) equal its rows."""
 
 from __future__ import annotations
 
@@ -16,6 +17,13 @@ FROM check_results c JOIN response_results rr USING (evaluation_id, response_id)
 GROUP BY ALL
 ORDER BY ALL"""
 STORED = "SELECT evaluation_id, provider, template_group, target, verdict, n FROM evaluation_counts ORDER BY ALL"
+FLAGS_DIRECT = """SELECT f.evaluation_id, r.provider, f.flag, count(*) FROM flags f JOIN responses r USING (response_id)
+                  GROUP BY ALL ORDER BY ALL"""
+FLAGS_STORED = "SELECT evaluation_id, provider, flag, n FROM flag_counts ORDER BY ALL"
+SIZES_DIRECT = """SELECT r.run_id, (SELECT count(DISTINCT provider) FROM responses x WHERE x.run_id = r.run_id),
+                         (SELECT count(*) FROM questions q WHERE q.run_id = r.run_id),
+                         (SELECT min(response_id) FROM responses x WHERE x.run_id = r.run_id) FROM runs r ORDER BY 1"""
+SIZES_STORED = "SELECT run_id, n_providers, n_questions, first_response_id FROM runs ORDER BY 1"
 
 
 def test_stored_counts_equal_the_results_of_every_evaluation(sample_store: Path) -> None:
@@ -34,6 +42,34 @@ def test_a_replaced_run_takes_its_counts_with_it(sample_store: Path, cli, tmp_pa
     cli("recompute", "--run", "ramayana_v2", "--ruleset", "t3_aware", db=sample_store, check=True)
     with connect(sample_store) as con:
         assert con.execute(STORED).fetchall() == con.execute(DIRECT).fetchall()
+        assert con.execute(FLAGS_STORED).fetchall() == con.execute(FLAGS_DIRECT).fetchall()
+        assert con.execute(SIZES_STORED).fetchall() == con.execute(SIZES_DIRECT).fetchall()
+
+
+def test_stored_flag_counts_equal_the_flags_of_every_evaluation(sample_store: Path) -> None:
+    with connect(sample_store) as con:
+        stored = con.execute(FLAGS_STORED).fetchall()
+        assert len({row[0] for row in stored}) >= 2  # the sample runs' computed evaluations raise flags
+        assert stored == con.execute(FLAGS_DIRECT).fetchall()
+
+
+def test_each_runs_stored_sizes_equal_its_providers_questions_and_first_response(sample_store: Path) -> None:
+    with connect(sample_store) as con:
+        stored = con.execute(SIZES_STORED).fetchall()
+        assert stored and all(providers and questions and first for _, providers, questions, first in stored)
+        assert stored == con.execute(SIZES_DIRECT).fetchall()
+
+
+def test_migration_16_counts_the_flags_and_sizes_already_stored(sample_store: Path) -> None:
+    with connect(sample_store) as con:
+        flags, sizes = con.execute(FLAGS_STORED).fetchall(), con.execute(SIZES_STORED).fetchall()
+        con.execute("DROP TABLE flag_counts")
+        con.execute("ALTER TABLE runs DROP COLUMN n_providers")
+        con.execute("ALTER TABLE runs DROP COLUMN n_questions")
+        con.execute("ALTER TABLE runs DROP COLUMN first_response_id")
+        con.execute("DELETE FROM schema_migrations WHERE version = 16")
+    with connect(sample_store) as con:  # connect() applies the missing migration
+        assert (con.execute(FLAGS_STORED).fetchall(), con.execute(SIZES_STORED).fetchall()) == (flags, sizes)
 
 
 def test_migration_4_counts_the_evaluations_already_stored(sample_store: Path) -> None:

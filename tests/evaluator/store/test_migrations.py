@@ -15,6 +15,7 @@ VERSIONS = [version for version, _, _ in MIGRATIONS]
 DESIGN_TABLES = {
     "schema_migrations",
     "evaluation_counts",
+    "flag_counts",
     "runs",
     "questions",
     "responses",
