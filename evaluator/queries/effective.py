@@ -13,6 +13,8 @@ name.
 
 from __future__ import annotations
 
+import duckdb
+
 
 def latest_overrides_cte(name: str = "latest_overrides", *, columns: str = "response_id, target, new_value",
                          where: str = "") -> str:
@@ -74,10 +76,13 @@ def check_results_cte(with_overrides: bool, evaluation: str, among: str = "") ->
             WHERE c.evaluation_id = {evaluation}{_only("c.response_id", among)})"""
 
 
-def response_results_cte(with_overrides: bool, evaluation: str, among: str = "") -> str:
+def response_results_cte(with_overrides: bool, evaluation: str, among: str = "",
+                         reviewed: str = "SELECT response_id FROM latest_overrides") -> str:
     """CTE `eff(response_id, overall, computed_overall, overridden, is_t3, template_group)` for the
     evaluation bound to ``evaluation`` (a ``$name``; once); only the responses ``among`` lists, when given
-    (as in check_results_cte).
+    (as in check_results_cte). ``reviewed``: what goes inside ``IN (…)`` for the responses a reviewer
+    overrode (``Params.among(reviewed_ids(con))`` names them, so a PostgreSQL store reads only their
+    check results, by its index).
     """
     if not with_overrides:
         return f"""eff AS (
@@ -89,10 +94,9 @@ def response_results_cte(with_overrides: bool, evaluation: str, among: str = "")
             -- reviewed responses' checks are read, not the evaluation's millions.
             SELECT c.response_id,
                    bool_or({effective_check_verdict()} = 'FAIL') AS any_fail
-            FROM check_results c
+            FROM (SELECT * FROM check_results WHERE evaluation_id = {evaluation} AND response_id IN ({reviewed})
+                  {_only("response_id", among)}) c
             LEFT JOIN latest_overrides o ON o.response_id = c.response_id AND o.target = c.check_name
-            WHERE c.evaluation_id = {evaluation} AND c.response_id IN (SELECT response_id FROM latest_overrides)
-                  {_only("c.response_id", among)}
             GROUP BY c.response_id
             HAVING bool_or(o.response_id IS NOT NULL)
         ),
@@ -107,3 +111,10 @@ def response_results_cte(with_overrides: bool, evaluation: str, among: str = "")
             LEFT JOIN latest_overrides oo ON oo.response_id = rr.response_id AND oo.target = 'overall'
             LEFT JOIN overridden_checks oc ON oc.response_id = rr.response_id
             WHERE rr.evaluation_id = {evaluation}{_only("rr.response_id", among)})"""
+
+
+def reviewed_ids(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The responses a reviewer overrode (any target, any run): few, so a query can name them one by one
+    (``reviewed`` of response_results_cte) and a PostgreSQL store reads their rows by its index."""
+    return [int(row[0]) for row in con.execute(
+        f"WITH {LATEST_OVERRIDES} SELECT DISTINCT response_id FROM latest_overrides ORDER BY 1").fetchall()]

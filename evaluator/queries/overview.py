@@ -26,6 +26,7 @@ from evaluator.queries.effective import (
     effective_overall,
     latest_overrides_cte,
     overall_from_checks,
+    reviewed_ids,
 )
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
@@ -139,13 +140,6 @@ class Shown:
 
 # The latest override per (response, target). No parameters.
 REVIEWS_CTE = latest_overrides_cte("reviews")
-
-
-def reviewed_ids(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """The responses a reviewer overrode (any target, any run): few, so the override-aware counts can name
-    them, and a PostgreSQL store then reads their results by its index instead of every result."""
-    return [int(row[0]) for row in con.execute(
-        f"WITH {REVIEWS_CTE} SELECT DISTINCT response_id FROM reviews ORDER BY 1").fetchall()]
 
 
 def reviewed_cte(name: str, evaluations: str, reviewed: str = "SELECT response_id FROM reviews") -> str:

@@ -21,7 +21,7 @@ import duckdb
 
 from evaluator.core.types import CHECK_NAMES
 from evaluator.pipeline import search_index
-from evaluator.queries.effective import check_results_cte, response_results_cte
+from evaluator.queries.effective import check_results_cte, response_results_cte, reviewed_ids
 from evaluator.queries.overview import pass_rate_counts, ranked_names
 from evaluator.queries.report import flags_evaluation_id, pass_rates, query_dicts
 from evaluator.queries.review import (
@@ -140,9 +140,8 @@ def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[s
         return [str(row[0]) for row in con.execute(sql, {"evaluation_id": evaluation}).fetchall()
                 if row[0] is not None]
 
-    # Templates and checks from the evaluation's verdict counts (hundreds of rows, not millions: on
-    # a PostgreSQL store every row read crosses the wire); flags from their own table, filtered by a
-    # column its row groups are sorted by.
+    # From the evaluation's verdict and flag counts (hundreds of rows, not millions: on a PostgreSQL
+    # store every row read crosses the wire).
     source = flags_evaluation_id(con, evaluation_id)
     names = values("""SELECT DISTINCT target FROM evaluation_counts
                       WHERE evaluation_id = $evaluation_id AND target <> 'overall'""", evaluation_id)
@@ -151,7 +150,7 @@ def filter_options(con: duckdb.DuckDBPyConnection, evaluation_id: int) -> dict[s
                               WHERE evaluation_id = $evaluation_id AND target = 'overall' ORDER BY 1""",
                            evaluation_id),
         "check": ["overall", *[c for c in CHECK_NAMES if c in names], *sorted(set(names) - set(CHECK_NAMES))],
-        "flag": values("SELECT DISTINCT flag FROM flags WHERE evaluation_id = $evaluation_id ORDER BY 1",
+        "flag": values("SELECT DISTINCT flag FROM flag_counts WHERE evaluation_id = $evaluation_id ORDER BY 1",
                        source or -1),
     }
 
@@ -223,7 +222,8 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
     sort = sort if sort in SORT_SQL else DEFAULT_SORT  # as order_by reads it: the CTEs its SQL needs follow
     cte_params = Params("c").update({"evaluation_id": filters.evaluation_id})
     among = cte_params.among(ids) if ids is not None else ""  # the page's ids passed the filters already
-    ctes = f"WITH {response_results_cte(True, '$evaluation_id', among)}"
+    reviewed = cte_params.among(reviewed_ids(con))  # the few overridden responses, named
+    ctes = f"WITH {response_results_cte(True, '$evaluation_id', among, reviewed)}"
     joins = ""
     if sort in ("flags", "needs_review"):  # flags per response of this evaluation (or of the run's latest computed one)
         source = cte_params.bind(flags_evaluation_id(con, filters.evaluation_id) or -1)

@@ -202,3 +202,35 @@ def test_triage_opens_on_failing_responses_then_flagged_ones_then_the_rest(sampl
     assert ranks == sorted(ranks) and {0, 2} <= set(ranks)
     ids = [r["response_id"] for r in rows]
     assert ids == [i for _, i in sorted(zip(ranks, ids, strict=True))]  # response order within each group
+
+
+@pytest.mark.parametrize("max_listed", [512, 1])
+def test_a_check_override_that_clears_the_only_failure_makes_the_response_pass_in_triage(sample_store, max_listed,
+                                                                                         monkeypatch):
+    """The overridden responses are named one parameter each (past MAX_LISTED, one bound list): either
+    way the effective overall verdict follows the overridden check."""
+    from evaluator.review.config import ReviewConfig
+    from evaluator.review.overrides import add_override
+    from evaluator.store import sql_params
+    from evaluator.store.db import connect
+
+    monkeypatch.setattr(sql_params, "MAX_LISTED", max_listed)
+    with connect(sample_store) as con:
+        evaluation = _evaluation(con, "ramayana")
+        cleared = con.execute(
+            """SELECT response_id FROM check_results WHERE evaluation_id = ?
+               GROUP BY response_id HAVING count(*) FILTER (WHERE verdict = 'FAIL') = 1
+               ORDER BY response_id LIMIT 1""", [evaluation]).fetchall()[0][0]
+        failed = con.execute("""SELECT response_id FROM response_results WHERE evaluation_id = ? AND overall = 'PASS'
+                                ORDER BY response_id LIMIT 1""", [evaluation]).fetchall()[0][0]
+        failing = con.execute("SELECT check_name FROM check_results WHERE evaluation_id = ? AND response_id = ? "
+                              "AND verdict = 'FAIL'", [evaluation, cleared]).fetchall()[0][0]
+        add_override(con, cleared, failing, "PASS", "the check was wrong", "alice", config=ReviewConfig())
+        add_override(con, failed, "overall", "FAIL", "wrong", "alice", config=ReviewConfig())
+        _, _, rows = page_and_count(con, TriageFilters(evaluation_id=evaluation), 1, page_size=100_000)
+    by_id = {r["response_id"]: r for r in rows}
+    assert (by_id[cleared]["overall"], by_id[cleared]["computed_overall"], by_id[cleared]["overridden"]) == (
+        "PASS", "FAIL", True)
+    assert (by_id[failed]["overall"], by_id[failed]["computed_overall"], by_id[failed]["overridden"]) == (
+        "FAIL", "PASS", True)
+    assert sum(r["overridden"] for r in rows) == 2
