@@ -14,6 +14,7 @@ re-deriving every response's verdict from its checks: the rest keep their stored
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import duckdb
@@ -30,6 +31,7 @@ from evaluator.queries.effective import (
 )
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
+from evaluator.store import sql_params
 from evaluator.store.postgres import few_rows
 from evaluator.store.sql_params import Params
 
@@ -279,7 +281,7 @@ def pass_rate_counts(
         LEFT JOIN delta d ON d.evaluation_id = c.evaluation_id AND d.template = c.template
                          AND d.provider IS NOT DISTINCT FROM c.provider
         ORDER BY {order}"""
-    with few_rows(con):
+    with few_rows(con) if len(overridden) <= sql_params.MAX_LISTED else nullcontext(con):
         return query_dicts(con, sql, {**shown.params, **p.values})
 
 
@@ -361,7 +363,9 @@ def check_counts(
             ORDER BY {'min(shown.i) NULLS LAST' if shown.on else 'provider'}, k.template,
                      list_position({CHECK_LIST_SQL}, k."check"), k."check"
             """
-    with few_rows(con):  # the results read are the reviewed responses' (and the stored counts)
+    # the results read are the reviewed responses' (and the stored counts); past MAX_LISTED the ids are
+    # one bound list, which PostgreSQL never sees: then its split scan is the faster read
+    with few_rows(con) if len(overridden) <= sql_params.MAX_LISTED else nullcontext(con):
         return query_dicts(con, sql, {**shown.params, **p.values, "evaluation_id": evaluation_id})
 
 

@@ -26,7 +26,7 @@ import importlib.util
 import re
 import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import duckdb
@@ -111,7 +111,8 @@ def few_rows(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnecti
     try:
         yield con
     finally:
-        con.execute(f"SET SESSION pg_pages_per_task = {previous}")
+        with suppress(duckdb.Error):  # the connection failed: the read's own error is the one to see
+            con.execute(f"SET SESSION pg_pages_per_task = {previous}")
 
 
 def open_instance(url: str, url_literal: str) -> duckdb.DuckDBPyConnection:

@@ -257,3 +257,41 @@ def test_a_read_naming_its_rows_is_one_query_per_table_on_this_cursor_only(any_s
             assert fetch_value(con, setting) == PAGES_PER_TASK_FEW_ROWS
             assert fetch_value(other, setting) == PAGES_PER_TASK
         assert fetch_value(con, setting) == PAGES_PER_TASK
+
+
+@pytest.mark.parametrize("max_listed", [512, 1])
+def test_override_aware_counts_equal_the_reference_on_both_back_ends(any_store: str, cli, monkeypatch,
+                                                                   max_listed: int) -> None:
+    """The Overview's pass rates and check counts with overrides name the overridden responses (one
+    parameter each, or past MAX_LISTED one bound list) and, on PostgreSQL, read them as one query per table:
+    the figures equal the reference, which recounts every result."""
+    from evaluator.queries import overview, report
+    from evaluator.review.config import ReviewConfig
+    from evaluator.review.overrides import add_override
+    from evaluator.store import sql_params
+
+    monkeypatch.setattr(sql_params, "MAX_LISTED", max_listed)
+    cli("ingest", str(TOY), "--name", "toy", db=any_store, check=True)
+    cli("recompute", "--run", "toy", "--ruleset", "t3_aware", db=any_store, check=True)
+    with connect(any_store) as con:
+        evaluation = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations")
+        ids = [row[0] for row in con.execute("SELECT response_id FROM responses ORDER BY 1").fetchall()]
+        failing = con.execute("SELECT response_id, check_name FROM check_results WHERE evaluation_id = $e "
+                              "AND verdict = 'FAIL' ORDER BY 1, 2 LIMIT 2", {"e": evaluation}).fetchall()
+        for response_id, check in failing:
+            add_override(con, response_id, check, "PASS", "the check was wrong", "ana", config=ReviewConfig())
+        add_override(con, ids[0], "overall", "FAIL", "wrong", "ana", config=ReviewConfig())
+        assert failing  # a check override to count
+
+        def key(row: dict) -> tuple:
+            return row["provider"], row["template"], row.get("check", "")
+
+        for with_overrides in (False, True):
+            rates = overview.pass_rate_counts(con, [evaluation], with_overrides=with_overrides)
+            reference = report.pass_rates(con, evaluation, with_overrides=with_overrides)
+            assert sorted((r["provider"], r["template"], r["n"], r["passed"]) for r in rates) == sorted(
+                (r["provider"], r["template"], r["n"], r["passed"]) for r in reference)
+            assert (sorted(overview.check_counts(con, evaluation, with_overrides=with_overrides), key=key)
+                    == sorted(report.check_counts(con, evaluation, with_overrides=with_overrides), key=key))
+        computed = overview.check_counts(con, evaluation)
+        assert overview.check_counts(con, evaluation, with_overrides=True) != computed  # the overrides count

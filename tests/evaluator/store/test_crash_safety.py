@@ -223,6 +223,18 @@ CONSISTENCY = {
         WHERE coalesce(c.overall, 0) <> e.n_responses OR coalesce(c.checks, 0) <> 6 * e.n_responses""",
     "verdict counts of no evaluation": """
         SELECT evaluation_id FROM evaluation_counts ANTI JOIN evaluations USING (evaluation_id)""",
+    "flag counts that differ from the flags": """
+        WITH counted AS (SELECT f.evaluation_id, r.provider, f.flag, count(*) AS n
+                         FROM flags f JOIN responses r USING (response_id) GROUP BY ALL)
+        SELECT * FROM counted FULL JOIN flag_counts s USING (evaluation_id, provider, flag)
+        WHERE counted.n IS DISTINCT FROM s.n LIMIT 5""",
+    "run whose stored sizes differ from its rows": """
+        SELECT r.run_id FROM runs r
+        WHERE r.n_providers IS DISTINCT FROM (SELECT count(DISTINCT provider) FROM responses x
+                                              WHERE x.run_id = r.run_id)
+           OR r.n_questions IS DISTINCT FROM (SELECT count(*) FROM questions q WHERE q.run_id = r.run_id)
+           OR r.first_response_id IS DISTINCT FROM (SELECT min(response_id) FROM responses x
+                                                    WHERE x.run_id = r.run_id)""",
     "metric result without all its response rows": """
         WITH providers AS (SELECT run_id, provider, count(*) AS n FROM responses GROUP BY ALL),
              got AS (SELECT metric_result_id, count(*) AS n FROM metric_responses GROUP BY 1)
