@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 VENV_PG := .venv-pg
 PORT ?= 8501
 POSTGRES_TESTS := tests/evaluator/store/test_backends.py tests/evaluator/store/test_transfer.py \
-	tests/pages/test_pages_postgres.py tests/e2e/test_replicas_postgres.py
+	tests/pages/test_pages_postgres.py tests/e2e/test_replicas_postgres.py tests/evaluator/queries/test_local_copy.py
 # Reviewers' names are typed, not authenticated: serve on this machine only unless told otherwise.
 ADDRESS ?= 127.0.0.1
 export EVALUATOR_DB ?= data/evaluator.duckdb

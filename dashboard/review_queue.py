@@ -17,7 +17,7 @@ import streamlit as st
 
 from dashboard import keys
 from dashboard.triage_url import filters_from_query, parse_queue
-from evaluator.queries.triage import QueuePosition, queue_position
+from evaluator.queries.triage import QueuePosition, queue_position, reading
 
 LAST_PLACES = "review_queue_places"  # session state: {(queue, response id): QueuePosition}
 
@@ -41,7 +41,8 @@ def place(con: duckdb.DuckDBPyConnection, queue: str | None, response_id: int) -
     if parsed is None:
         return None
     filters, sort, page_size = parsed
-    position = queue_position(con, filters, sort, response_id, page_size=page_size)
+    with reading(con, filters) as whole:  # a big PostgreSQL run: this process's copy, once it has one
+        position = queue_position(whole, filters, sort, response_id, page_size=page_size)
     places = st.session_state.setdefault(LAST_PLACES, {})
     known = places.get((queue, response_id))
     if position is not None:

@@ -59,10 +59,12 @@ with store() as con:
     # A = legacy tells a different story than the run file's recorded verdicts where they disagree: say why.
     recorded = q.latest_evaluation(con, run, "recorded") if "legacy" in (name_a, name_b) else None
     legacy = eval_a if name_a == "legacy" else eval_b
-    n_disagree, disagree = (q.recorded_differences(con, recorded["evaluation_id"], legacy["evaluation_id"],
-                                                   limit=EXPLAINED)
-                            if recorded is not None and "recorded" not in (name_a, name_b) else (0, []))
-    with q.BeforeAfter(con, ida, idb, with_overrides=with_overrides) as ba:
+    # A big PostgreSQL run's whole evaluations are read from this process's copy, once it has one.
+    with q.reading(con, [ida, idb, recorded["evaluation_id"] if recorded else None]) as whole, \
+            q.BeforeAfter(whole, ida, idb, with_overrides=with_overrides) as ba:
+        n_disagree, disagree = (q.recorded_differences(whole, recorded["evaluation_id"], legacy["evaluation_id"],
+                                                       limit=EXPLAINED)
+                                if recorded is not None and "recorded" not in (name_a, name_b) else (0, []))
         # One ranked page of providers (most responses first) for the chart and the table; the others
         # are summed into one "… and N more" row, so 100k providers cost what 20 do.
         n_providers, shown = names.ranked_page(

@@ -217,7 +217,9 @@ def _responses(con, run: str) -> None:  # type: ignore[no-untyped-def]
     st.session_state["triage_filters"] = signature
 
     requested, problem = _page_number()
-    total, current, rows = q.page_and_count(con, filters, requested, size, sort)
+    with q.reading(con, filters) as whole:  # a big PostgreSQL run: this process's copy, once it has one
+        total, current, rows = q.page_and_count(whole, filters, requested, size, sort)
+        first = (rows[0]["response_id"] if current == 1 else q.first_id(whole, filters, sort)) if rows else None
     if problem is None and current != requested:
         problem = f"Page {requested} does not exist; showing the last page ({current})."
     if problem:
@@ -234,7 +236,6 @@ def _responses(con, run: str) -> None:  # type: ignore[no-untyped-def]
     if not rows:
         st.info("No response matches these filters.")
         return
-    first = ids[0] if current == 1 else q.first_id(con, filters, sort)
     if first is not None:
         count_row.page_link("pages/review.py", label="Review these", icon=":material/play_arrow:",
                             query_params=review_params(first, evaluation_id, st.query_params.to_dict()))

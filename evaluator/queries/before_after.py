@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from evaluator.queries.effective import latest_overrides_cte
+from evaluator.queries.local_copy import reading
 from evaluator.queries.overview import (
     CHECK_LIST_SQL,
     REVIEWS_CTE,
@@ -40,7 +41,7 @@ from evaluator.store.db import quote_ident
 __all__ = [
     "CHECK_CHANGES_UP_TO", "FALSE_FAILURE_DEFINITION", "RULESET_ORDER", "SLOWER_LIMIT", "BeforeAfter", "durations",
     "evaluation_info", "flip_count", "latest_evaluation", "non_t3_changes", "recorded_differences", "rule_change",
-    "rulesets",
+    "reading", "rulesets",
 ]
 
 FALSE_FAILURE_DEFINITION = (

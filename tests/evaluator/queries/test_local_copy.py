@@ -1,0 +1,264 @@
+"""evaluator.queries.local_copy (issue 32): a dashboard process's copy of a big PostgreSQL run, read by
+Triage, Review's queue and Before/after, on a real server's database holding the sample runs.
+
+The threshold (EVALUATOR_LOCAL_COPY_FROM) is set to one response so the sample runs are "big": what
+the copy answers must equal what PostgreSQL answers, saves and the span judge's flags must show through
+it at once, and nothing may be left behind. Under DuckDB 2 these are skipped, saying so; make test runs
+them again in .venv-pg (DuckDB 1.4.4 with the postgres extension)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from evaluator.pipeline.judges.llm_spans import SPAN_FLAG
+from evaluator.queries import before_after, local_copy, triage
+from evaluator.queries.triage import TriageFilters
+from evaluator.review.overrides import add_override
+from evaluator.store.db import connect, fetch_value
+from tests.conftest import ROOT, new_database, postgres_extension_missing, run_cli, samples_database
+from tests.llm_endpoint import FakeEndpoint, serve
+
+pytestmark = pytest.mark.xdist_group("postgres")  # one worker starts the session's server
+
+
+@pytest.fixture
+def samples_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A fresh database holding the sample runs, every run counted as big enough to copy."""
+    missing = postgres_extension_missing()
+    if missing:
+        pytest.skip(missing)
+    url = new_database(request.getfixturevalue("postgres_server"))
+    run_cli("load-samples", db=url, check=True)  # type: ignore[arg-type]
+    monkeypatch.setenv(local_copy.COPY_FROM_ENV, "1")
+    yield url
+    local_copy.wait(url)
+
+
+@pytest.fixture(scope="module")
+def shared_samples_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """As samples_url, for tests that only read (one database for the module)."""
+    url = samples_database(request)
+    yield url
+    local_copy.wait(url)
+
+
+def _evaluation(con: duckdb.DuckDBPyConnection, run: str, ruleset: str = "t3_aware") -> int:
+    return int(fetch_value(con, """SELECT max(evaluation_id) FROM evaluations JOIN runs USING (run_id)
+                                   WHERE name = $run AND ruleset = $ruleset""", {"run": run, "ruleset": ruleset}))
+
+
+def _database(con: duckdb.DuckDBPyConnection) -> str:
+    return str(fetch_value(con, "SELECT current_database()"))
+
+
+def _copied(con: duckdb.DuckDBPyConnection, filters: TriageFilters, url: str) -> None:
+    """The first read of a big run waits for its copy and reads it."""
+    with triage.reading(con, filters) as first:
+        assert first is not con and _database(first) == local_copy.ALIAS
+
+
+FILTERS = [
+    {},
+    {"verdict": "FAIL"},
+    {"check": "answers_question", "verdict": "PASS"},
+    {"flag": "refusal_detected"},
+    {"provider": "claude"},
+    {"override_status": "overridden"},
+]
+
+
+@pytest.mark.parametrize("sort", ["needs_review", "response", "flags", "provider", "overridden"])
+def test_triage_through_the_copy_shows_what_postgresql_shows(shared_samples_url: str, sort: str,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local_copy.COPY_FROM_ENV, "1")
+    with connect(shared_samples_url, read_only=True) as con:
+        evaluation = _evaluation(con, "ramayana")
+        with triage.reading(con, TriageFilters(evaluation)):  # copied by the first of these tests
+            pass
+        for given in FILTERS:
+            filters = TriageFilters(evaluation, **given)
+            live = triage.page_and_count(con, filters, 2, 10, sort)
+            with triage.reading(con, filters) as whole:
+                assert _database(whole) == local_copy.ALIAS
+                assert triage.page_and_count(whole, filters, 2, 10, sort) == live, given
+                ids = [row["response_id"] for row in live[2]] or [None]
+                if ids[0] is not None:
+                    assert triage.queue_position(whole, filters, sort, ids[0], page_size=10) == \
+                        triage.queue_position(con, filters, sort, ids[0], page_size=10)
+                assert triage.first_id(whole, filters, sort) == triage.first_id(con, filters, sort)
+
+
+def test_a_reviewers_save_shows_through_the_copy_at_once(samples_url: str) -> None:
+    with connect(samples_url) as con:
+        evaluation = _evaluation(con, "ramayana")
+        failing = TriageFilters(evaluation, verdict="FAIL")
+        _copied(con, failing, samples_url)
+        with triage.reading(con, failing) as whole:
+            before = triage.count(whole, failing)
+            first = triage.first_id(whole, failing, "response")
+        assert before > 0 and first is not None
+        add_override(con, first, "overall", "PASS", "the context says it", "Ana", evaluation)
+        with triage.reading(con, failing) as whole:
+            assert _database(whole) == local_copy.ALIAS
+            assert triage.count(whole, failing) == before - 1 == triage.count(con, failing)
+            overridden = TriageFilters(evaluation, override_status="overridden")
+            assert [r["response_id"] for r in triage.page_and_count(whole, overridden, 1, 10)[2]] == [first]
+
+
+def test_before_after_through_the_copy_shows_what_postgresql_shows(samples_url: str) -> None:
+    with connect(samples_url) as con:
+        a, b = _evaluation(con, "ramayana_v2", "legacy"), _evaluation(con, "ramayana_v2", "t3_aware")
+        add_override(con, int(fetch_value(con, "SELECT min(response_id) FROM response_results WHERE evaluation_id = $b",
+                                          {"b": b})), "overall", "FAIL", "not in the shloka", "Ana", b)
+
+        def figures(cursor: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+            with before_after.BeforeAfter(cursor, a, b, with_overrides=True) as ba:
+                return {"summary": ba.summary(), "changes": ba.check_changes(), "flips": ba.flips(limit=100),
+                        "non_t3": ba.non_t3_changes()}
+
+        live = figures(con)
+        with before_after.reading(con, [a, b]) as whole:
+            assert _database(whole) == local_copy.ALIAS
+            assert figures(whole) == live
+        assert live["flips"]  # legacy -> t3_aware flips T3 refusals: something was compared
+
+
+@pytest.fixture
+def judged_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+               tmp_path: Path) -> Iterator[tuple[str, FakeEndpoint]]:
+    """A run evaluated under `grounded`, and an LLM judge on 127.0.0.1 that marks 'in Oslo'."""
+    missing = postgres_extension_missing()
+    if missing:
+        pytest.skip(missing)
+    url = new_database(request.getfixturevalue("postgres_server"))
+    answers = ["It was founded in Oslo by two engineers.", "It was founded by two engineers."]
+    rows = [{"question_id": f"q{i}", "question": "Who founded the company?", "provider": "bot", "answer": answer,
+             "retrieved": [{"id": "kb", "text": "The company was founded by two engineers.", "score": 0.9}]}
+            for i, answer in enumerate(answers)]
+    (tmp_path / "run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    run_cli("ingest", str(tmp_path / "run.jsonl"), "--name", "sp", db=url, check=True)  # type: ignore[arg-type]
+    run_cli("recompute", "--run", "sp", "--ruleset", "grounded", db=url, check=True)  # type: ignore[arg-type]
+    monkeypatch.setenv(local_copy.COPY_FROM_ENV, "1")
+    with serve() as state:
+        state.respond = lambda body: ("reply", json.dumps(
+            {"unsupported": ["in Oslo"] if "Oslo" in str(body["messages"][-1]["content"]) else []}))
+        monkeypatch.setenv("EVALUATOR_JUDGE_BASE_URL", state.url)
+        monkeypatch.setenv("EVALUATOR_JUDGE_MODEL", "judge-model")
+        monkeypatch.setenv("EVALUATOR_JUDGE_API_KEY", "test-key")
+        yield url, state
+    local_copy.wait(url)
+
+
+def test_the_span_judges_flags_written_after_the_copy_show_through_it(judged_url: tuple[str, FakeEndpoint]) -> None:
+    url, _ = judged_url
+    with connect(url, read_only=True) as con:
+        evaluation = _evaluation(con, "sp", "grounded")
+        judged = TriageFilters(evaluation, flag=SPAN_FLAG)
+        _copied(con, judged, url)
+        with triage.reading(con, judged) as whole:
+            assert _database(whole) == local_copy.ALIAS and triage.count(whole, judged) == 0
+    run_cli("judge-spans", "--run", "sp", db=url, check=True)  # type: ignore[arg-type]
+    with connect(url, read_only=True) as con, triage.reading(con, judged) as whole:
+        assert _database(whole) == local_copy.ALIAS
+        rows = triage.page_and_count(whole, judged, 1, 10)[2]
+        assert [row["answer"] for row in rows] == ["It was founded in Oslo by two engineers."]
+        assert rows == triage.page_and_count(con, judged, 1, 10)[2]
+
+
+def test_a_run_below_the_threshold_and_a_store_file_are_read_directly(samples_url: str, sample_store: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local_copy.COPY_FROM_ENV, "100000")
+    with connect(samples_url, read_only=True) as con:
+        filters = TriageFilters(_evaluation(con, "ramayana"))
+        with triage.reading(con, filters) as whole:
+            assert whole is con
+    assert local_copy._COPIES.get(samples_url) is None  # nothing was copied
+    with connect(sample_store, read_only=True) as con:
+        monkeypatch.setenv(local_copy.COPY_FROM_ENV, "0")
+        with triage.reading(con, TriageFilters(_evaluation(con, "ramayana"))) as whole:
+            assert whole is con
+
+
+def test_a_migration_by_another_process_empties_the_copy(samples_url: str) -> None:
+    with connect(samples_url) as con:
+        filters = TriageFilters(_evaluation(con, "ramayana"))
+        _copied(con, filters, samples_url)
+        version = int(fetch_value(con, "SELECT max(version) FROM schema_migrations"))
+        # what a newer release's migration records (its tables may differ from those copied)
+        con.execute("INSERT INTO schema_migrations SELECT $v, 'a later release', now()", {"v": version + 1})
+        copy = local_copy._COPIES[samples_url]
+        copy.work.acquire()  # (the copy is not written meanwhile)
+        try:
+            run = int(fetch_value(con, "SELECT run_id FROM runs WHERE name = 'ramayana'"))
+            assert copy.held(con, {("run", run), ("evaluation", filters.evaluation_id)})
+        finally:
+            copy.work.release()
+        with triage.reading(con, filters) as whole:  # the copy of the old schema is emptied, made again
+            assert _database(whole) == local_copy.ALIAS
+            assert fetch_value(whole, f"SELECT version FROM {local_copy.ALIAS}.main.copy_schema") == version + 1
+            assert triage.count(whole, filters) == triage.count(con, filters) == 80
+
+
+def test_a_bad_threshold_says_what_to_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local_copy.COPY_FROM_ENV, "lots")
+    with pytest.raises(ValueError, match="EVALUATOR_LOCAL_COPY_FROM='lots': give a number of responses"):
+        local_copy.copy_from()
+
+
+def test_the_copy_is_kept_outside_the_working_folder_and_removed_when_the_process_ends(samples_url: str,
+                                                                                       tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        import os
+        os.environ[{local_copy.COPY_FROM_ENV!r}] = "1"
+        from evaluator.queries import local_copy, triage
+        from evaluator.store.db import connect, fetch_value
+        url = {samples_url!r}
+        with connect(url, read_only=True) as con:
+            e = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations")
+            with triage.reading(con, triage.TriageFilters(e)):
+                pass
+            local_copy.wait(url)
+            with triage.reading(con, triage.TriageFilters(e)) as whole:
+                assert fetch_value(whole, "SELECT current_database()") == local_copy.ALIAS
+        print(local_copy._COPIES[url].folder)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("evaluator-local-copy-") and not folder.exists()
+    assert list(tmp_path.iterdir()) == []  # nothing in the working folder
+
+
+def test_a_page_waits_for_a_copy_being_written_so_long_then_reads_postgresql(
+        samples_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with connect(samples_url, read_only=True) as con:
+        filters = TriageFilters(_evaluation(con, "ramayana"))
+        _copied(con, filters, samples_url)
+        copy = local_copy._COPIES[samples_url]
+        monkeypatch.setattr(local_copy, "FIRST_VISIT_WAIT_S", 0.2)
+        # copy.work: what a copy of another run holds while it writes the file
+        with copy.work, triage.reading(con, filters) as whole:
+            assert whole is con  # PostgreSQL answers
+            assert triage.count(whole, filters) == 80
+        with triage.reading(con, filters) as whole:
+            assert _database(whole) == local_copy.ALIAS
+
+
+def test_a_text_search_reads_postgresql_not_the_copy(samples_url: str) -> None:
+    with connect(samples_url, read_only=True) as con:
+        evaluation = _evaluation(con, "ramayana")
+        _copied(con, TriageFilters(evaluation), samples_url)
+        searched = TriageFilters(evaluation, text="Rama")
+        with triage.reading(con, searched) as whole:
+            assert whole is con  # the copy holds no search index
+            assert triage.count(whole, searched) > 0
