@@ -77,8 +77,8 @@ class _Copy:
         self.folder = Path(tempfile.mkdtemp(prefix="evaluator-local-copy-"))
         self.path = self.folder / "copy.duckdb"
         self.lock = threading.Lock()  # what is wanted, the threads
-        # Held while the file is written (a copy, its schema made again): a page never waits for it,
-        # it reads PostgreSQL meanwhile.
+        # Held while the file is written (a copy, its schema made again): a page waits for it at most
+        # FIRST_VISIT_WAIT_S, then reads PostgreSQL.
         self.work = threading.Lock()
         self.threads: list[threading.Thread] = []
         self.wanted: set[tuple[str, int]] = set()  # asked for, not copied yet (or being copied)
