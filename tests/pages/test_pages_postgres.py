@@ -100,3 +100,29 @@ def test_an_override_saved_on_the_review_page_lands_once_in_postgres(make_app, p
     with connect(postgres_samples, read_only=True) as con:
         rows = con.execute("SELECT reviewer, reason FROM overrides ORDER BY override_id").fetchall()
     assert len(rows) == before + 1 and rows[-1] == ("Ana", "checked against the manual")
+
+
+@pytest.mark.parametrize(("page", "query"), [
+    ("pages/triage.py", {"run": "ramayana"}),
+    ("pages/triage.py", {"run": "clearpath", "sort": "flags", "page": "2", "size": "25"}),
+    ("pages/before_after.py", {"run": "ramayana"}),
+    ("pages/before_after.py", {"run": "ramayana", "a": "recorded", "b": "legacy"}),
+], ids=["triage", "triage-page-2", "before_after", "before_after-recorded-legacy"])
+def test_the_pages_reading_a_local_copy_show_what_a_store_file_shows(page: str, query: dict, make_app,
+                                                                      sample_store: Path, postgres_samples: str,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every run counted as big (evaluator.queries.local_copy): the page reads this process's copy."""
+    from evaluator.queries import local_copy
+
+    monkeypatch.setenv(local_copy.COPY_FROM_ENV, "1")
+    on_file = make_app(sample_store, page, **query)
+    on_copy = make_app(postgres_samples, page, **query)
+    assert not on_copy.exception, [e.value for e in on_copy.exception]
+    assert not on_copy.error, [e.value for e in on_copy.error]
+    assert _shown(on_copy) == _shown(on_file)
+    with connect(postgres_samples, read_only=True) as con:
+        copy = local_copy._COPIES[str(postgres_samples)]
+        with copy.work:
+            copy.attached(con)
+            assert copy.held(con, {("run", int(fetch_value(con, "SELECT run_id FROM runs WHERE name = $run",
+                                                           {"run": query["run"]})))})
