@@ -64,17 +64,19 @@ SORTS = {
 }
 # A run opens on what needs a reviewer, not on PASS cards in file order (issue 31).
 DEFAULT_SORT = "needs_review"
-# Expressions over the filtered rows (r = responses, eff = effective verdicts, fc = flag counts).
+# Expressions over the filtered rows (eff = effective verdicts, fc = flag counts, r = responses: a sort naming r
+# needs SORTS_READING_RESPONSES).
 SORT_SQL = {
     "needs_review": "CASE WHEN eff.overall = 'FAIL' THEN 0 WHEN coalesce(fc.n_flags, 0) > 0 THEN 1 ELSE 2 END, "
-                    "r.response_id",
-    "response": "r.response_id",
-    "verdict": "CASE eff.overall WHEN 'FAIL' THEN 0 WHEN 'PASS' THEN 1 ELSE 2 END, r.response_id",
-    "flags": "coalesce(fc.n_flags, 0) DESC, r.response_id",
-    "provider": "r.provider, r.response_id",
-    "template": "eff.template_group, r.response_id",
-    "overridden": "EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = r.response_id) DESC, r.response_id",
+                    "eff.response_id",
+    "response": "eff.response_id",
+    "verdict": "CASE eff.overall WHEN 'FAIL' THEN 0 WHEN 'PASS' THEN 1 ELSE 2 END, eff.response_id",
+    "flags": "coalesce(fc.n_flags, 0) DESC, eff.response_id",
+    "provider": "r.provider, eff.response_id",
+    "template": "eff.template_group, eff.response_id",
+    "overridden": "EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = eff.response_id) DESC, eff.response_id",
 }
+SORTS_READING_RESPONSES = {"provider"}
 OVERRIDE_STATUSES = {
     "any": "Any",
     "overridden": "Overridden",
@@ -218,22 +220,25 @@ def search_matches(text: str | None, search: str | None) -> list[dict[str, Any]]
 
 
 def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
-           ids: list[int] | None = None, sort: str = DEFAULT_SORT) -> tuple[str, dict[str, Any]]:
+           ids: list[int] | None = None, sort: str = DEFAULT_SORT, *, rows: bool = False) -> tuple[str, dict[str, Any]]:
     """FROM/WHERE of the filtered responses (only `ids`, if given: they passed the filters already),
     with its named parameters. The rows can be ordered by `order_by(sort)`. Names `$evaluation_id`,
-    `$c_…` and `$w_…` are taken."""
+    `$c_…` and `$w_…` are taken. `__COLUMNS__` may name `eff` (and `fc` under the sorts by flags);
+    with `rows`, also `r` (the response) and `q` (its question). Each response has one row in both,
+    so the joins change no count or order: they are made only where something reads them (at 1M
+    responses they take half of a count's time)."""
     sort = sort if sort in SORT_SQL else DEFAULT_SORT  # as order_by reads it: the CTEs its SQL needs follow
     cte_params = Params("c").update({"evaluation_id": filters.evaluation_id})
     among = cte_params.among(ids) if ids is not None else ""  # the page's ids passed the filters already
     reviewed = cte_params.among(reviewed_ids(con))  # the few overridden responses, named
     ctes = f"WITH {response_results_cte(True, '$evaluation_id', among, reviewed)}"
-    joins = ""
+    joins: list[str] = []
     if sort in ("flags", "needs_review"):  # flags per response of this evaluation (or of the run's latest computed one)
         source = cte_params.bind(flags_evaluation_id(con, filters.evaluation_id) or -1)
         page = f" AND response_id IN ({among})" if among else ""
         ctes += (f", fc AS (SELECT response_id, count(*) AS n_flags FROM flags WHERE evaluation_id = {source}"
                  f"{page} GROUP BY 1)")
-        joins = "LEFT JOIN fc ON fc.response_id = r.response_id"
+        joins.append("LEFT JOIN fc ON fc.response_id = eff.response_id")
     where: list[str] = []
     where_params = Params("w")  # the WHERE clause's, dropped with it for a page's ids
     if filters.provider:
@@ -244,16 +249,16 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
         where.append(f"eff.overall = {where_params.bind(filters.verdict)}")
     elif filters.verdict:
         ctes += f", checks_eff AS (WITH {check_results_cte(True, '$evaluation_id')} SELECT * FROM eff_checks)"
-        where.append(f"r.response_id IN (SELECT response_id FROM checks_eff WHERE check_name = "
+        where.append(f"eff.response_id IN (SELECT response_id FROM checks_eff WHERE check_name = "
                      f"{where_params.bind(filters.check)} AND verdict = {where_params.bind(filters.verdict)})")
     if filters.flag:
         source = where_params.bind(flags_evaluation_id(con, filters.evaluation_id) or -1)
-        where.append(f"r.response_id IN (SELECT response_id FROM flags WHERE evaluation_id = {source} "
+        where.append(f"eff.response_id IN (SELECT response_id FROM flags WHERE evaluation_id = {source} "
                      f"AND flag = {where_params.bind(filters.flag)})")
     if filters.override_status == "overridden":
-        where.append("EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = r.response_id)")
+        where.append("EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = eff.response_id)")
     elif filters.override_status == "not_overridden":
-        where.append("NOT EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = r.response_id)")
+        where.append("NOT EXISTS (SELECT 1 FROM overrides o WHERE o.response_id = eff.response_id)")
     elif filters.override_status == "carried":
         where.append(HAS_CARRIED_SQL)
     if filters.paradox:
@@ -266,15 +271,20 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
                                  {"evaluation_id": filters.evaluation_id}))
         for term in terms:
             matching = search_index.matching_responses(con, run_id, term, search_pattern(term), where_params)
-            where.append(f"r.response_id IN ({matching})")
+            where.append(f"eff.response_id IN ({matching})")
     if ids is not None:
-        where, where_params = [f"r.response_id IN ({among})"], Params("w")
+        where, where_params = [f"eff.response_id IN ({among})"], Params("w")
+    # What reads the response's other columns: the provider and comment filters, carried overrides.
+    responses = rows or bool(filters.provider) or filters.paradox or filters.override_status == "carried" or \
+        sort in SORTS_READING_RESPONSES
+    if rows:
+        joins.insert(0, "JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id")
+    if responses:
+        joins.insert(0, "JOIN responses r ON r.response_id = eff.response_id")
     sql = f"""{ctes}
         SELECT __COLUMNS__
         FROM eff
-        JOIN responses r ON r.response_id = eff.response_id
-        JOIN questions q ON q.run_id = r.run_id AND q.question_id = r.question_id
-        {joins}
+        {chr(10).join(joins)}
         {"WHERE " + " AND ".join(where) if where else ""}"""
     return sql, cte_params.update(where_params).values
 
@@ -283,13 +293,10 @@ def _query(con: duckdb.DuckDBPyConnection, filters: TriageFilters,
 def reading(con: duckdb.DuckDBPyConnection, filters: TriageFilters) -> Iterator[duckdb.DuckDBPyConnection]:
     """A cursor for the reads over the whole filtered evaluation (count and order, a queue position):
     the process's local copy of a big run on a PostgreSQL store once it holds the evaluation and its
-    flags' (evaluator.queries.local_copy), else ``con``. A text search stays on ``con``: the copy
-    holds no search index, and reading PostgreSQL's through it took 45–170 s at 1M (6 s directly)."""
-    if search_terms(filters.text or ""):
-        yield con
-        return
+    flags' (evaluator.queries.local_copy; a text search asks for the run's search index too), else ``con``."""
     source = flags_evaluation_id(con, filters.evaluation_id)
-    with local_copy.reading(con, [filters.evaluation_id, source]) as cursor:
+    with local_copy.reading(con, [filters.evaluation_id, source],
+                            search=bool(search_terms(filters.text or ""))) as cursor:
         yield cursor
 
 
@@ -311,7 +318,7 @@ def page_and_count(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_
     One pass over the matches finds both the page's ids and the total (a text search reads
     every answer of the run, so doing it twice would double the wait)."""
     sql, params = _query(con, filters, sort=sort)
-    sql = sql.replace("__COLUMNS__", "r.response_id, count(*) OVER () AS total") + \
+    sql = sql.replace("__COLUMNS__", "eff.response_id, count(*) OVER () AS total") + \
         f" ORDER BY {order_by(sort)} LIMIT $page_size OFFSET $page_offset"
 
     def ids_of(number: int) -> list[tuple[int, int]]:
@@ -336,7 +343,7 @@ def _rows(con: duckdb.DuckDBPyConnection, filters: TriageFilters, ids: list[int]
           sort: str = DEFAULT_SORT) -> list[dict[str, Any]]:
     if not ids:
         return []
-    sql, params = _query(con, filters, ids, sort)
+    sql, params = _query(con, filters, ids, sort, rows=True)
     return query_dicts(con, sql.replace("__COLUMNS__", PAGE_COLUMNS) + f" ORDER BY {order_by(sort)}", params)
 
 
@@ -357,8 +364,8 @@ def queue_position(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort:
     (None when it does not match). One query: row_number, lag and lead over the matches."""
     sql, params = _query(con, filters, sort=sort)
     window = f"OVER (ORDER BY {order_by(sort)})"
-    columns = (f"r.response_id, row_number() {window} AS position, lag(r.response_id) {window} AS previous_id, "
-               f"lead(r.response_id) {window} AS next_id, count(*) OVER () AS total")
+    columns = (f"eff.response_id, row_number() {window} AS position, lag(eff.response_id) {window} AS previous_id, "
+               f"lead(eff.response_id) {window} AS next_id, count(*) OVER () AS total")
     row = fetch_one(con, f"SELECT position, total, previous_id, next_id FROM ({sql.replace('__COLUMNS__', columns)}) "
                          "WHERE response_id = $response_id", {**params, "response_id": response_id})
     if row is None:
@@ -373,7 +380,7 @@ def queue_position(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort:
 def first_id(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort: str) -> int | None:
     """The first response of the filtered list in `sort` order (where "Review these" starts)."""
     sql, params = _query(con, filters, sort=sort)
-    row = fetch_one(con, sql.replace("__COLUMNS__", "r.response_id") + f" ORDER BY {order_by(sort)} LIMIT 1", params)
+    row = fetch_one(con, sql.replace("__COLUMNS__", "eff.response_id") + f" ORDER BY {order_by(sort)} LIMIT 1", params)
     return None if row is None else int(row[0])
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from evaluator.pipeline import search_index
 from evaluator.pipeline.judges.llm_spans import SPAN_FLAG
 from evaluator.queries import before_after, local_copy, triage
 from evaluator.queries.triage import TriageFilters
@@ -239,26 +240,72 @@ def test_the_copy_is_kept_outside_the_working_folder_and_removed_when_the_proces
     assert list(tmp_path.iterdir()) == []  # nothing in the working folder
 
 
-def test_a_page_waits_for_a_copy_being_written_so_long_then_reads_postgresql(
+def test_a_first_visit_waits_for_its_copy_so_long_then_reads_postgresql(
         samples_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     with connect(samples_url, read_only=True) as con:
         filters = TriageFilters(_evaluation(con, "ramayana"))
-        _copied(con, filters, samples_url)
-        copy = local_copy._COPIES[samples_url]
+        copy = local_copy._copy_of(samples_url)
         monkeypatch.setattr(local_copy, "FIRST_VISIT_WAIT_S", 0.2)
-        # copy.work: what a copy of another run holds while it writes the file
+        # copy.work: what a copy of another run holds while it writes the file; this run's waits for it
         with copy.work, triage.reading(con, filters) as whole:
             assert whole is con  # PostgreSQL answers
             assert triage.count(whole, filters) == 80
+        local_copy.wait(samples_url)
         with triage.reading(con, filters) as whole:
             assert _database(whole) == local_copy.ALIAS
 
 
-def test_a_text_search_reads_postgresql_not_the_copy(samples_url: str) -> None:
+def test_a_page_reads_its_copy_while_another_run_is_being_copied(samples_url: str) -> None:
+    with connect(samples_url, read_only=True) as con:
+        filters = TriageFilters(_evaluation(con, "ramayana"))
+        _copied(con, filters, samples_url)
+        copy = local_copy._COPIES[samples_url]
+        with copy.work, triage.reading(con, filters) as whole:  # (another run's copy holds the file's writer)
+            assert _database(whole) == local_copy.ALIAS
+            assert triage.count(whole, filters) == triage.count(con, filters) == 80
+
+
+SEARCHES = ["Rama", "rama", "King Dasharatha", '"King Dasharatha" "Kausalya"', "refund", "no such words anywhere",
+            "it’s", "e"]
+
+
+def _searched_alike(con: duckdb.DuckDBPyConnection, whole: duckdb.DuckDBPyConnection, evaluation: int) -> None:
+    found = 0
+    for text in SEARCHES:
+        for flag in (None, "refusal_detected"):
+            searched = TriageFilters(evaluation, text=text, flag=flag)
+            page = triage.page_and_count(whole, searched, 1, page_size=500)
+            assert page == triage.page_and_count(con, searched, 1, page_size=500), (text, flag)
+            found += page[0]
+    assert found > 0  # (the searches find something to compare)
+
+
+def test_a_text_search_through_the_copy_shows_what_postgresql_shows(samples_url: str) -> None:
+    with connect(samples_url, read_only=True) as con:
+        for run in ("ramayana", "clearpath"):
+            evaluation = _evaluation(con, run)
+            _copied(con, TriageFilters(evaluation), samples_url)
+            with triage.reading(con, TriageFilters(evaluation, text="Rama")) as whole:
+                assert _database(whole) == local_copy.ALIAS  # no index anywhere: it reads every answer of the copy
+                _searched_alike(con, whole, evaluation)
+
+
+def test_a_runs_search_index_is_copied_once_a_search_asks_for_it(samples_url: str) -> None:
+    run_cli("search-index", "--run", "ramayana", db=samples_url, check=True)  # type: ignore[arg-type]
     with connect(samples_url, read_only=True) as con:
         evaluation = _evaluation(con, "ramayana")
+        run = int(fetch_value(con, "SELECT run_id FROM runs WHERE name = 'ramayana'"))
         _copied(con, TriageFilters(evaluation), samples_url)
-        searched = TriageFilters(evaluation, text="Rama")
-        with triage.reading(con, searched) as whole:
-            assert whole is con  # the copy holds no search index
-            assert triage.count(whole, searched) > 0
+        copy = local_copy._COPIES[samples_url]
+        assert ("search", run) not in copy.holding(con)  # a page without a search does not ask for it
+        with triage.reading(con, TriageFilters(evaluation, text="Rama")):
+            pass
+        local_copy.wait(samples_url)
+        assert ("search", run) in copy.holding(con)
+        with triage.reading(con, TriageFilters(evaluation, text="Rama")) as whole:
+            assert _database(whole) == local_copy.ALIAS
+            assert search_index.is_built(whole, run)
+            for table in ("search_words", "search_vocab"):
+                assert fetch_value(whole, f"SELECT count(*) FROM {local_copy.ALIAS}.main.{table}") == \
+                    fetch_value(con, f"SELECT count(*) FROM {table} WHERE run_id = $run", {"run": run}) > 0
+            _searched_alike(con, whole, evaluation)

@@ -234,3 +234,28 @@ def test_a_check_override_that_clears_the_only_failure_makes_the_response_pass_i
     assert (by_id[failed]["overall"], by_id[failed]["computed_overall"], by_id[failed]["overridden"]) == (
         "FAIL", "PASS", True)
     assert sum(r["overridden"] for r in rows) == 2
+
+
+FILTER_CASES = [{}, {"verdict": "FAIL"}, {"check": "answers_question", "verdict": "PASS"},
+                {"flag": "refusal_detected"}, {"provider": "claude"}, {"template": "T3"},
+                {"override_status": "overridden"}, {"override_status": "not_overridden"},
+                {"override_status": "carried"}, {"paradox": True}, {"text": "Rama"}]
+
+
+@pytest.mark.parametrize("sort", list(triage.SORTS))
+def test_the_responses_rows_are_joined_only_where_read_and_the_order_is_the_same(sample_store, sort):
+    _with_overrides(sample_store)
+    with duckdb.connect(str(sample_store), read_only=True) as con:
+        evaluation = _evaluation(con, "ramayana")
+        for case in FILTER_CASES:
+            filters = TriageFilters(evaluation_id=evaluation, **case)
+            lean, lean_params = triage._query(con, filters, sort=sort)
+            joined, joined_params = triage._query(con, filters, sort=sort, rows=True)
+            order = f" ORDER BY {triage.order_by(sort)}"
+            ids = con.execute(lean.replace("__COLUMNS__", "eff.response_id") + order, lean_params).fetchall()
+            assert ids == con.execute(joined.replace("__COLUMNS__", "eff.response_id") + order,
+                                      joined_params).fetchall(), case
+            reads_responses = sort == "provider" or bool({"provider", "paradox"} & set(case)) or \
+                case.get("override_status") == "carried"
+            assert ("JOIN responses r ON" in lean) == reads_responses, case
+            assert "JOIN questions q ON" not in lean and "JOIN questions q ON" in joined
