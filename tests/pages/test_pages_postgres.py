@@ -105,9 +105,10 @@ def test_an_override_saved_on_the_review_page_lands_once_in_postgres(make_app, p
 @pytest.mark.parametrize(("page", "query"), [
     ("pages/triage.py", {"run": "ramayana"}),
     ("pages/triage.py", {"run": "clearpath", "sort": "flags", "page": "2", "size": "25"}),
+    ("pages/triage.py", {"run": "ramayana", "q": "Rama", "sort": "provider"}),
     ("pages/before_after.py", {"run": "ramayana"}),
     ("pages/before_after.py", {"run": "ramayana", "a": "recorded", "b": "legacy"}),
-], ids=["triage", "triage-page-2", "before_after", "before_after-recorded-legacy"])
+], ids=["triage", "triage-page-2", "triage-search", "before_after", "before_after-recorded-legacy"])
 def test_the_pages_reading_a_local_copy_show_what_a_store_file_shows(page: str, query: dict, make_app,
                                                                       sample_store: Path, postgres_samples: str,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
