@@ -19,7 +19,7 @@ from typing import Any
 import duckdb
 
 from evaluator.queries.effective import latest_overrides_cte
-from evaluator.queries.local_copy import reading
+from evaluator.queries.local_copy import computed_pairs, reading
 from evaluator.queries.overview import (
     CHECK_LIST_SQL,
     REVIEWS_CTE,
@@ -29,6 +29,7 @@ from evaluator.queries.overview import (
     latest_evaluation,
     query_dicts,
     ranked_names,
+    reviewed_cte,
     rulesets,
     shown_pairs_cte,
     verdicts_cte,
@@ -81,17 +82,33 @@ class BeforeAfter:
     def __init__(self, con: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: int, *,
                  with_overrides: bool = False) -> None:
         self.con, self.a, self.b = con, int(evaluation_a), int(evaluation_b)
-        self.table = quote_ident(f"pm_before_after_{uuid.uuid4().hex[:12]}")
+        self.temp = quote_ident(f"pm_before_after_{uuid.uuid4().hex[:12]}")
+        computed = computed_pairs(con, self.a, self.b)
+        if computed is None:
+            con.execute(
+                f"""CREATE TEMP TABLE {self.temp} AS
+                    WITH {_pairs(with_overrides)}
+                    SELECT p.*, r.run_id, r.question_id, r.provider
+                    FROM pairs p JOIN responses r ON r.response_id = p.response_id""",
+                {"a": self.a, "b": self.b},
+            )
+            self.table = self.temp
+            return
+        # A local copy keeps the computed pairs (they never change): only the reviewers' rulings of
+        # the few overridden responses are read here, and laid over them by each figure's query.
         con.execute(
-            f"""CREATE TEMP TABLE {self.table} AS
-                WITH {_pairs(with_overrides)}
-                SELECT p.*, r.run_id, r.question_id, r.provider
-                FROM pairs p JOIN responses r ON r.response_id = p.response_id""",
+            f"""CREATE TEMP TABLE {self.temp} AS
+                WITH {REVIEWS_CTE}, {reviewed_cte('xa', '$a')}, {reviewed_cte('xb', '$b')}
+                SELECT response_id, xa.pass AS ra, xb.pass AS rb FROM xa FULL JOIN xb USING (response_id)""",
             {"a": self.a, "b": self.b},
         )
+        va, vb = ("coalesce(x.ra, c.ca)", "coalesce(x.rb, c.cb)") if with_overrides else ("c.ca", "c.cb")
+        self.table = f"""(SELECT c.response_id, c.template, {va} AS va, {vb} AS vb, c.ca, c.cb, x.ra, x.rb,
+                                 c.run_id, c.question_id, c.provider
+                          FROM {computed} c LEFT JOIN {self.temp} x ON x.response_id = c.response_id)"""
 
     def close(self) -> None:
-        self.con.execute(f"DROP TABLE IF EXISTS {self.table}")
+        self.con.execute(f"DROP TABLE IF EXISTS {self.temp}")
 
     def __enter__(self) -> BeforeAfter:
         return self

@@ -18,6 +18,8 @@ once on every replica. The SQL of the pages is the same on both cursors. A text 
 run's search index too: it is copied in the background when PostgreSQL has one (1M responses: 88M
 postings, about 40 s), and until then a search through the copy reads every answer of the copy
 (about 1.3 s at 1M; through PostgreSQL's index, 6–8 s). A page never waits for another run's copy.
+Before/after keeps there each pair of evaluations' computed verdicts (``computed_pairs``), and lays
+the reviewers' rulings, read live, over them.
 
 A copy is keyed by id (run and evaluation ids are never reused) and by the store's schema version
 (another process migrating the store empties it). A run deleted after it was copied is simply never
@@ -290,6 +292,34 @@ def reading(con: duckdb.DuckDBPyConnection, evaluation_ids: Iterable[int | None]
         yield cursor
     finally:
         cursor.close()
+
+
+def computed_pairs(cursor: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: int) -> str | None:
+    """On a cursor ``reading`` handed out (one of the copy): the name of a table of the copy holding, for
+    every response evaluated by both, its computed verdicts under A and B (booleans, PASS = true) and
+    what Before/after groups them by: ``(response_id, template, ca, cb, run_id, question_id, provider)``.
+    Like the rows it is made of it never changes, so it is made once (1M responses: 0.4 s) and every
+    render of Before/after lays only the reviewers' rulings over it. None on any other connection."""
+    if fetch_value(cursor, "SELECT current_database()") != ALIAS:
+        return None
+    a, b = int(evaluation_a), int(evaluation_b)
+    name = f"computed_pairs_{a}_{b}"  # (two ids: nothing else goes into the name)
+    copy = _copy_of(str(db_path_of(cursor)))
+    # copy.lock, not copy.work: a copy being written (a search index: 40 s) need not hold up a page, and
+    # the file is never made again meanwhile.
+    with copy.lock:
+        made = fetch_value(cursor, f"""SELECT count(*) FROM duckdb_tables()
+                                      WHERE database_name = '{ALIAS}' AND table_name = $name""", {"name": name})
+        if not made:
+            cursor.execute(f"""CREATE TABLE {ALIAS}.main.{name} AS
+                               SELECT ra.response_id, ra.template_group AS template, ra.overall = 'PASS' AS ca,
+                                      rb.overall = 'PASS' AS cb, r.run_id, r.question_id, r.provider
+                               FROM {ALIAS}.main.response_results ra
+                               JOIN {ALIAS}.main.response_results rb
+                                 ON rb.evaluation_id = $b AND rb.response_id = ra.response_id
+                               JOIN {ALIAS}.main.responses r ON r.response_id = ra.response_id
+                               WHERE ra.evaluation_id = $a""", {"a": a, "b": b})
+    return f"{ALIAS}.main.{name}"
 
 
 def _ready(copy: _Copy, con: duckdb.DuckDBPyConnection, needed: set[tuple[str, int]], deadline: float) -> bool:

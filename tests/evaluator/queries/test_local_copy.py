@@ -133,6 +133,29 @@ def test_before_after_through_the_copy_shows_what_postgresql_shows(samples_url: 
         assert live["flips"]  # legacy -> t3_aware flips T3 refusals: something was compared
 
 
+def _figures(cursor: duckdb.DuckDBPyConnection, a: int, b: int, with_overrides: bool) -> dict[str, Any]:
+    with before_after.BeforeAfter(cursor, a, b, with_overrides=with_overrides) as ba:
+        return {"summary": ba.summary(), "changes": ba.check_changes(), "flips": ba.flips(limit=100),
+                "non_t3": ba.non_t3_changes(), "providers": ba.providers(limit=10), "flipped": ba.flip_count()}
+
+
+def test_before_after_keeps_the_computed_pairs_in_the_copy_and_lays_later_saves_over_them(samples_url: str) -> None:
+    with connect(samples_url) as con:
+        a, b = _evaluation(con, "ramayana_v2", "legacy"), _evaluation(con, "ramayana_v2", "t3_aware")
+        with before_after.reading(con, [a, b]) as whole:
+            assert local_copy.computed_pairs(whole, a, b) == f"{local_copy.ALIAS}.main.computed_pairs_{a}_{b}"
+            before = _figures(whole, a, b, True)
+        assert local_copy.computed_pairs(con, a, b) is None  # PostgreSQL itself: nothing is kept
+        # After the pairs were kept: a reviewer overrules the first flipped response under B.
+        flipped = before["flips"][0]
+        add_override(con, flipped["response_id"], "overall", flipped["verdict_a"], "as before", "Ana", b)
+        for with_overrides in (False, True):
+            live = _figures(con, a, b, with_overrides)
+            with before_after.reading(con, [a, b]) as whole:
+                assert _figures(whole, a, b, with_overrides) == live, with_overrides
+        assert live["flipped"] == before["flipped"] - 1  # the save shows through the kept pairs
+
+
 @pytest.fixture
 def judged_url(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
                tmp_path: Path) -> Iterator[tuple[str, FakeEndpoint]]:
