@@ -300,8 +300,10 @@ def computed_pairs(cursor: duckdb.DuckDBPyConnection, evaluation_a: int, evaluat
     what Before/after groups them by: ``(response_id, template, ca, cb, run_id, question_id, provider)``.
     Like the rows it is made of it never changes, so it is made once (1M responses: 0.4 s) and every
     render of Before/after lays only the reviewers' rulings over it. None on any other connection."""
-    if fetch_value(cursor, "SELECT current_database()") != ALIAS:
-        return None
+    if not fetch_value(cursor, """SELECT current_database() = $alias AND EXISTS (SELECT 1 FROM duckdb_databases()
+                                  WHERE database_name = $store AND type = 'postgres')""",
+                       {"alias": ALIAS, "store": postgres.ALIAS}):
+        return None  # (a store file may be named local_copy.duckdb: its connection has no PostgreSQL attached)
     a, b = int(evaluation_a), int(evaluation_b)
     name = f"computed_pairs_{a}_{b}"  # (two ids: nothing else goes into the name)
     copy = _copy_of(str(db_path_of(cursor)))

@@ -9,6 +9,7 @@ them again in .venv-pg (DuckDB 1.4.4 with the postgres extension)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -154,6 +155,17 @@ def test_before_after_keeps_the_computed_pairs_in_the_copy_and_lays_later_saves_
             with before_after.reading(con, [a, b]) as whole:
                 assert _figures(whole, a, b, with_overrides) == live, with_overrides
         assert live["flipped"] == before["flipped"] - 1  # the save shows through the kept pairs
+
+
+def test_a_store_file_named_like_the_copy_keeps_nothing_in_it(sample_store: Path, tmp_path: Path) -> None:
+    named = tmp_path / f"{local_copy.ALIAS}.duckdb"
+    shutil.copy(sample_store, named)
+    with connect(named, read_only=True) as con:
+        assert _database(con) == local_copy.ALIAS
+        a, b = _evaluation(con, "ramayana_v2", "legacy"), _evaluation(con, "ramayana_v2", "t3_aware")
+        assert local_copy.computed_pairs(con, a, b) is None
+        with before_after.BeforeAfter(con, a, b) as ba:
+            assert ba.flip_count() > 0
 
 
 @pytest.fixture
