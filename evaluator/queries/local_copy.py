@@ -17,7 +17,8 @@ annotations, runs, evaluations, counts; the span judge's flags too), so a review
 once on every replica. The SQL of the pages is the same on both cursors. A text search asks for the
 run's search index too: it is copied in the background when PostgreSQL has one (1M responses: 88M
 postings, about 40 s), and until then a search through the copy reads every answer of the copy
-(about 1.3 s at 1M; through PostgreSQL's index, 6–8 s). A page never waits for another run's copy.
+(about 1.3 s at 1M; through PostgreSQL's index, 6–8 s). A page on a copied run never waits for
+another copy, nor a run's copy for a search index's.
 Before/after keeps there each pair of evaluations' computed verdicts (``computed_pairs``), and lays
 the reviewers' rulings, read live, over them.
 
@@ -93,10 +94,12 @@ class _Copy:
         self.folder = Path(tempfile.mkdtemp(prefix="evaluator-local-copy-"))
         self.path = self.folder / "copy.duckdb"
         self.lock = threading.Lock()  # what is wanted, the threads; the file's attachment
-        # Held while the file is written (one copy at a time) and while its tables are made again; a
-        # page reads the committed copy meanwhile, and waits only for what it needs (its first visit,
-        # at most FIRST_VISIT_WAIT_S; then it reads PostgreSQL).
+        # The file's writers. `work`: copies of runs and evaluations, and making the file's tables again;
+        # `search_work`: copies of search indexes (40 s at 1M), so that a run's copy need not wait for
+        # one. A page reads the committed copy meanwhile and waits only for the copies it needs (its
+        # first visit, at most FIRST_VISIT_WAIT_S; then it reads PostgreSQL). Order: work, search_work, lock.
         self.work = threading.Lock()
+        self.search_work = threading.Lock()
         self.threads: list[tuple[frozenset[tuple[str, int]], threading.Thread]] = []
         self.wanted: set[tuple[str, int]] = set()  # asked for, not copied yet (or being copied)
         self.failed: str | None = None  # the last copy's error, for the log; the pages read live meanwhile
@@ -132,8 +135,12 @@ class _Copy:
             self.work.release()
 
     def remade(self, con: duckdb.DuckDBPyConnection) -> None:
-        """Empty the copy and make its tables for the store's schema, unless current (holding ``work``)."""
+        """Empty the copy and make its tables for the store's schema, unless current (holding ``work``;
+        a search index being copied is waited for then)."""
         with self.lock:
+            if self.current(con):
+                return
+        with self.search_work, self.lock:
             if self.current(con):
                 return
             version = self.version(con)
@@ -172,10 +179,18 @@ class _Copy:
         return needed <= self.holding(con)
 
     def copy(self, needed: set[tuple[str, int]]) -> None:
-        """Copy what is needed and not held (in a thread of its own; holds the store open meanwhile)."""
+        """Copy what is needed and not held (in a thread of its own; holds the store open meanwhile).
+        Search indexes are copied only into a copy of the store's current schema (asked for by a page
+        that read it), runs and evaluations into one made again first if need be."""
+        search = all(kind == "search" for kind, _ in needed)
         try:
-            with connect(self.url, read_only=True) as con, self.work:
-                self.remade(con)
+            with connect(self.url, read_only=True) as con, (self.search_work if search else self.work):
+                if search:
+                    with self.lock:
+                        if not self.current(con):
+                            return
+                else:
+                    self.remade(con)
                 for kind, key in sorted(needed - self.holding(con)):
                     self._copy_one(con, kind, key)
                 self.failed = None
@@ -198,6 +213,10 @@ class _Copy:
                 judged = " AND flag <> $judge" if table == "flags" else ""
                 con.execute(f"INSERT INTO {target} BY NAME FROM {source} WHERE {column} = $key{judged}",
                             {"key": key, **({"judge": SPAN_FLAG} if judged else {})})
+            if kind == "search" and not fetch_value(
+                    con, f"SELECT count(*) FROM {ALIAS}.main.search_indexes WHERE run_id = $key", {"key": key}):
+                con.execute("ROLLBACK")  # dropped meanwhile: nothing to hold (a later search asks again)
+                return
             con.execute(f"INSERT INTO {ALIAS}.main.copied VALUES ($kind, $key)", {"kind": kind, "key": key})
             con.execute("COMMIT")
         except BaseException:
@@ -212,7 +231,7 @@ class _Copy:
             self.wanted |= missing
             thread = threading.Thread(target=self.copy, args=(missing,), name="local-copy", daemon=True)
             self.threads = [(kinds, t) for kinds, t in self.threads if t.is_alive()] + [(frozenset(missing), thread)]
-        thread.start()
+            thread.start()  # (within the lock: a wait() never finds it not started)
 
     def wait(self, timeout_s: float | None = None, needed: set[tuple[str, int]] | None = None) -> None:
         """Until the copies started (of what is ``needed``, when given) have finished, or ``timeout_s``."""
@@ -306,21 +325,32 @@ def computed_pairs(cursor: duckdb.DuckDBPyConnection, evaluation_a: int, evaluat
         return None  # (a store file may be named local_copy.duckdb: its connection has no PostgreSQL attached)
     a, b = int(evaluation_a), int(evaluation_b)
     name = f"computed_pairs_{a}_{b}"  # (two ids: nothing else goes into the name)
-    copy = _copy_of(str(db_path_of(cursor)))
-    # copy.lock, not copy.work: a copy being written (a search index: 40 s) need not hold up a page, and
-    # the file is never made again meanwhile.
-    with copy.lock:
-        made = fetch_value(cursor, f"""SELECT count(*) FROM duckdb_tables()
-                                      WHERE database_name = '{ALIAS}' AND table_name = $name""", {"name": name})
-        if not made:
-            cursor.execute(f"""CREATE TABLE {ALIAS}.main.{name} AS
-                               SELECT ra.response_id, ra.template_group AS template, ra.overall = 'PASS' AS ca,
-                                      rb.overall = 'PASS' AS cb, r.run_id, r.question_id, r.provider
-                               FROM {ALIAS}.main.response_results ra
-                               JOIN {ALIAS}.main.response_results rb
-                                 ON rb.evaluation_id = $b AND rb.response_id = ra.response_id
-                               JOIN {ALIAS}.main.responses r ON r.response_id = ra.response_id
-                               WHERE ra.evaluation_id = $a""", {"a": a, "b": b})
+    path = str(db_path_of(cursor))  # the copy's file (the cursor's database)
+    copy = next((c for c in list(_COPIES.values()) if str(c.path) == path), None)
+    if copy is None:
+        return None
+    run = fetch_value(cursor, "SELECT run_id FROM evaluations WHERE evaluation_id = $a", {"a": a})
+    try:
+        # The short lock: the file is never made again meanwhile, and a copy being written (a search
+        # index: 40 s) does not hold up the page.
+        with copy.lock:
+            if not copy.current(cursor) or not copy.held(
+                    cursor, {("evaluation", a), ("evaluation", b), ("run", int(run or -1))}):
+                return None  # (made again since the cursor was handed out: its rows are to be copied again)
+            made = fetch_value(cursor, f"""SELECT count(*) FROM duckdb_tables()
+                                          WHERE database_name = '{ALIAS}' AND table_name = $name""", {"name": name})
+            if not made:
+                cursor.execute(f"""CREATE TABLE {ALIAS}.main.{name} AS
+                                   SELECT ra.response_id, ra.template_group AS template, ra.overall = 'PASS' AS ca,
+                                          rb.overall = 'PASS' AS cb, r.run_id, r.question_id, r.provider
+                                   FROM {ALIAS}.main.response_results ra
+                                   JOIN {ALIAS}.main.response_results rb
+                                     ON rb.evaluation_id = $b AND rb.response_id = ra.response_id
+                                   JOIN {ALIAS}.main.responses r ON r.response_id = ra.response_id
+                                   WHERE ra.evaluation_id = $a""", {"a": a, "b": b})
+    except duckdb.Error as exc:  # (its disk full, say): Before/after pairs the verdicts itself
+        LOG.warning("local copy: the pairs of evaluations %s and %s: %s", a, b, exc)
+        return None
     return f"{ALIAS}.main.{name}"
 
 
@@ -334,10 +364,18 @@ def _ready(copy: _Copy, con: duckdb.DuckDBPyConnection, needed: set[tuple[str, i
 
 
 def _copy_search_indexes(copy: _Copy, con: duckdb.DuckDBPyConnection, runs: set[int]) -> None:
-    """Start copying the search index of those runs that have one in PostgreSQL and not in the copy."""
-    params = Params("r")
-    indexed = {("search", int(run)) for (run,) in con.execute(
-        f"SELECT run_id FROM search_indexes WHERE run_id IN ({params.among(sorted(runs))})", params.values).fetchall()}
-    missing = indexed - copy.holding(con)
-    if missing:
-        copy.start(missing)
+    """Start copying the search index of those runs that have one in PostgreSQL and not in the copy
+    (until it is copied, a search through the copy reads every answer: nothing fails meanwhile)."""
+    try:
+        missing = {("search", run) for run in runs} - copy.holding(con)
+        if not missing:
+            return
+        params = Params("r")
+        indexed = {("search", int(run)) for (run,) in con.execute(
+            f"SELECT run_id FROM search_indexes WHERE run_id IN ({params.among(sorted(r for _, r in missing))})",
+            params.values).fetchall()}
+    except duckdb.Error as exc:
+        LOG.warning("local copy: the search indexes of runs %s: %s", sorted(runs), exc)
+        return
+    if indexed:
+        copy.start(indexed)

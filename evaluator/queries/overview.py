@@ -100,8 +100,9 @@ SHOWN_CTE = (f"shown AS (SELECT unnest(l) AS name, unnest(range(1, len(l) + 1)) 
 
 
 def shown_pairs_cte(table: str) -> str:
-    """`WITH shown …, t …`: the rows of a pairs table (quoted name) with the shown provider's name
-    and place in `shown`/`i` (NULL for the providers not shown); binds the names as `$shown_names`."""
+    """`WITH shown …, t …`: the rows of a pairs table (a quoted name or a parenthesised query) with the
+    shown provider's name and place in `shown`/`i` (NULL for the providers not shown); binds the names
+    as `$shown_names`."""
     return (f"WITH {SHOWN_CTE},\n"
             f"t AS (SELECT p.*, s.name AS shown, s.i FROM {table} p LEFT JOIN shown s ON s.name = p.provider)")
 

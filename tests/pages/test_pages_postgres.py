@@ -123,7 +123,6 @@ def test_the_pages_reading_a_local_copy_show_what_a_store_file_shows(page: str, 
     assert _shown(on_copy) == _shown(on_file)
     with connect(postgres_samples, read_only=True) as con:
         copy = local_copy._COPIES[str(postgres_samples)]
-        with copy.work:
-            copy.attached(con)
-            assert copy.held(con, {("run", int(fetch_value(con, "SELECT run_id FROM runs WHERE name = $run",
-                                                           {"run": query["run"]})))})
+        assert copy.attached(con)
+        assert copy.held(con, {("run", int(fetch_value(con, "SELECT run_id FROM runs WHERE name = $run",
+                                                       {"run": query["run"]})))})

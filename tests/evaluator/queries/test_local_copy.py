@@ -143,8 +143,14 @@ def _figures(cursor: duckdb.DuckDBPyConnection, a: int, b: int, with_overrides: 
 def test_before_after_keeps_the_computed_pairs_in_the_copy_and_lays_later_saves_over_them(samples_url: str) -> None:
     with connect(samples_url) as con:
         a, b = _evaluation(con, "ramayana_v2", "legacy"), _evaluation(con, "ramayana_v2", "t3_aware")
+        kept = f"computed_pairs_{a}_{b}"
+        table_oid = f"""SELECT table_oid FROM duckdb_tables()
+                        WHERE database_name = '{local_copy.ALIAS}' AND table_name = '{kept}'"""
         with before_after.reading(con, [a, b]) as whole:
-            assert local_copy.computed_pairs(whole, a, b) == f"{local_copy.ALIAS}.main.computed_pairs_{a}_{b}"
+            assert local_copy.computed_pairs(whole, a, b) == f"{local_copy.ALIAS}.main.{kept}"
+            made = fetch_value(whole, table_oid)
+            assert fetch_value(whole, f"SELECT count(*) FROM {local_copy.ALIAS}.main.{kept}") == \
+                fetch_value(con, "SELECT count(*) FROM response_results WHERE evaluation_id = $a", {"a": a}) > 0
             before = _figures(whole, a, b, True)
         assert local_copy.computed_pairs(con, a, b) is None  # PostgreSQL itself: nothing is kept
         # After the pairs were kept: a reviewer overrules the first flipped response under B.
@@ -155,6 +161,8 @@ def test_before_after_keeps_the_computed_pairs_in_the_copy_and_lays_later_saves_
             with before_after.reading(con, [a, b]) as whole:
                 assert _figures(whole, a, b, with_overrides) == live, with_overrides
         assert live["flipped"] == before["flipped"] - 1  # the save shows through the kept pairs
+        with before_after.reading(con, [a, b]) as whole:
+            assert fetch_value(whole, table_oid) == made  # made once, kept
 
 
 def test_a_store_file_named_like_the_copy_keeps_nothing_in_it(sample_store: Path, tmp_path: Path) -> None:
@@ -281,9 +289,11 @@ def test_a_first_visit_waits_for_its_copy_so_long_then_reads_postgresql(
         filters = TriageFilters(_evaluation(con, "ramayana"))
         copy = local_copy._copy_of(samples_url)
         monkeypatch.setattr(local_copy, "FIRST_VISIT_WAIT_S", 0.2)
+        run = int(fetch_value(con, "SELECT run_id FROM runs WHERE name = 'ramayana'"))
         # copy.work: what a copy of another run holds while it writes the file; this run's waits for it
         with copy.work, triage.reading(con, filters) as whole:
             assert whole is con  # PostgreSQL answers
+            assert ("run", run) in copy.wanted  # its copy was started, and waits
             assert triage.count(whole, filters) == 80
         local_copy.wait(samples_url)
         with triage.reading(con, filters) as whole:
@@ -298,6 +308,17 @@ def test_a_page_reads_its_copy_while_another_run_is_being_copied(samples_url: st
         with copy.work, triage.reading(con, filters) as whole:  # (another run's copy holds the file's writer)
             assert _database(whole) == local_copy.ALIAS
             assert triage.count(whole, filters) == triage.count(con, filters) == 80
+
+
+def test_a_runs_first_visit_does_not_wait_for_a_search_index_being_copied(samples_url: str) -> None:
+    with connect(samples_url, read_only=True) as con:
+        _copied(con, TriageFilters(_evaluation(con, "ramayana")), samples_url)
+        copy = local_copy._COPIES[samples_url]
+        with copy.search_work:  # (what a search index's copy holds while it writes, 40 s at 1M)
+            clearpath = TriageFilters(_evaluation(con, "clearpath"))
+            with triage.reading(con, clearpath) as whole:  # its own copy is made meanwhile, and read
+                assert _database(whole) == local_copy.ALIAS
+                assert triage.count(whole, clearpath) == triage.count(con, clearpath) == 32
 
 
 SEARCHES = ["Rama", "rama", "King Dasharatha", '"King Dasharatha" "Kausalya"', "refund", "no such words anywhere",
@@ -316,25 +337,33 @@ def _searched_alike(con: duckdb.DuckDBPyConnection, whole: duckdb.DuckDBPyConnec
 
 
 def test_a_text_search_through_the_copy_shows_what_postgresql_shows(samples_url: str) -> None:
+    for run in ("ramayana", "clearpath"):  # (load-samples indexes them)
+        run_cli("search-index", "--run", run, "--drop", db=samples_url, check=True)  # type: ignore[arg-type]
     with connect(samples_url, read_only=True) as con:
         for run in ("ramayana", "clearpath"):
             evaluation = _evaluation(con, run)
             _copied(con, TriageFilters(evaluation), samples_url)
             with triage.reading(con, TriageFilters(evaluation, text="Rama")) as whole:
-                assert _database(whole) == local_copy.ALIAS  # no index anywhere: it reads every answer of the copy
-                _searched_alike(con, whole, evaluation)
+                assert _database(whole) == local_copy.ALIAS
+                run_id = int(fetch_value(con, "SELECT run_id FROM runs WHERE name = $run", {"run": run}))
+                assert not search_index.is_built(con, run_id) and not search_index.is_built(whole, run_id)
+                _searched_alike(con, whole, evaluation)  # no index anywhere: every answer of the copy is read
 
 
 def test_a_runs_search_index_is_copied_once_a_search_asks_for_it(samples_url: str) -> None:
-    run_cli("search-index", "--run", "ramayana", db=samples_url, check=True)  # type: ignore[arg-type]
     with connect(samples_url, read_only=True) as con:
         evaluation = _evaluation(con, "ramayana")
         run = int(fetch_value(con, "SELECT run_id FROM runs WHERE name = 'ramayana'"))
+        assert search_index.is_built(con, run)  # PostgreSQL's (load-samples makes it)
         _copied(con, TriageFilters(evaluation), samples_url)
         copy = local_copy._COPIES[samples_url]
         assert ("search", run) not in copy.holding(con)  # a page without a search does not ask for it
-        with triage.reading(con, TriageFilters(evaluation, text="Rama")):
-            pass
+        with copy.search_work:  # the index's copy, asked for by the search below, waits meanwhile
+            with triage.reading(con, TriageFilters(evaluation, text="Rama")) as whole:
+                assert _database(whole) == local_copy.ALIAS  # the page does not wait for it
+                assert not search_index.is_built(whole, run)  # the copy reads every answer meanwhile
+                _searched_alike(con, whole, evaluation)
+            assert ("search", run) in copy.wanted
         local_copy.wait(samples_url)
         assert ("search", run) in copy.holding(con)
         with triage.reading(con, TriageFilters(evaluation, text="Rama")) as whole:
@@ -344,3 +373,18 @@ def test_a_runs_search_index_is_copied_once_a_search_asks_for_it(samples_url: st
                 assert fetch_value(whole, f"SELECT count(*) FROM {local_copy.ALIAS}.main.{table}") == \
                     fetch_value(con, f"SELECT count(*) FROM {table} WHERE run_id = $run", {"run": run}) > 0
             _searched_alike(con, whole, evaluation)
+
+
+def test_a_search_index_dropped_before_it_was_copied_is_not_held(samples_url: str) -> None:
+    with connect(samples_url, read_only=True) as con:
+        evaluation = _evaluation(con, "ramayana")
+        run = int(fetch_value(con, "SELECT run_id FROM runs WHERE name = 'ramayana'"))
+        _copied(con, TriageFilters(evaluation), samples_url)
+        copy = local_copy._COPIES[samples_url]
+        with copy.search_work:
+            with triage.reading(con, TriageFilters(evaluation, text="Rama")):
+                pass
+            run_cli("search-index", "--run", "ramayana", "--drop", db=samples_url, check=True)  # type: ignore[arg-type]
+        local_copy.wait(samples_url)
+        assert ("search", run) not in copy.holding(con)  # nothing to hold: a later search asks again
+        assert copy.failed is None
