@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from evaluator.queries import agreement as q
 from evaluator.store.db import connect
 from tests.annotated_store import annotate
+from tests.e2e.legible import settled
 
 
 @pytest.fixture
@@ -42,10 +43,12 @@ def test_a_confusion_matrix_cell_leads_to_its_responses_and_on_to_review(server:
     expect(page.get_by_role("heading", name="Where the evaluator disagrees with them")).to_be_visible(timeout=60_000)
     cell = page.locator(f'a[href*="cell={verdict}%3A{person}"][href*="no_hallucination"]').first
     expect(cell).to_be_visible()
+    settled(page)
     cell.click()
     expect(page.get_by_role("heading", name=re.compile(f"Check {verdict}, humans {person}"))).to_be_visible(
         timeout=60_000)
     review = page.locator(f'a[href*="review?response={response_id}&evaluation={evaluation_id}"]').last
+    settled(page)  # (a link clicked while the page still runs may open Review with the page's own query)
     review.click()
     expect(page).to_have_url(re.compile(f"/review\\?.*response={response_id}"), timeout=60_000)
     expect(page.get_by_role("heading", name="Review", exact=True)).to_be_visible(timeout=60_000)
