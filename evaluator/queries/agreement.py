@@ -22,7 +22,7 @@ import numpy as np
 from evaluator.queries.effective import LATEST_OVERRIDES, effective_check_verdict
 from evaluator.review import agreement as stats
 from evaluator.review.annotations import RUN_ANNOTATIONS, current_cte, labels
-from evaluator.store.db import fetch_one, fetch_value
+from evaluator.store.db import OVER_ALL_ROWS, fetch_one, fetch_value
 
 LABEL_ANNOTATIONS = f"{RUN_ANNOTATIONS} AND label = $label"
 NUMBER = "coalesce(value_num, TRY_CAST(value AS DOUBLE))"
@@ -115,7 +115,7 @@ def disagreed_page(con: duckdb.DuckDBPyConnection, run_id: int, definition: dict
                 FROM current_annotations GROUP BY response_id
                 HAVING count(*) >= 2 AND count(DISTINCT value) > 1)
         SELECT p.response_id, r.question_id, r.provider, p.ratings, p.distinct_values, p.spread,
-               count(*) OVER () AS total
+               count(*) {OVER_ALL_ROWS} AS total
         FROM per p JOIN responses r USING (response_id)
         ORDER BY p.spread DESC NULLS LAST, p.distinct_values DESC, p.response_id
         LIMIT $limit OFFSET $offset""",
@@ -221,7 +221,7 @@ def cell_page(con: duckdb.DuckDBPyConnection, run_id: int, evaluation_id: int, h
               ) -> tuple[int, list[dict[str, Any]]]:
     """(total, one page) of the responses behind one cell: the check said `verdict`, the humans `person`."""
     rows = con.execute(f"""WITH {_verdicts_sql(human, with_overrides)}
-        SELECT p.response_id, r.question_id, r.provider, count(*) OVER () AS total
+        SELECT p.response_id, r.question_id, r.provider, count(*) {OVER_ALL_ROWS} AS total
         FROM paired p JOIN responses r USING (response_id)
         WHERE p.verdict = $verdict AND p.human = $person
         ORDER BY r.question_id, r.provider, p.response_id

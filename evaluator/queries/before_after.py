@@ -37,7 +37,7 @@ from evaluator.queries.overview import (
 from evaluator.rules.describe import PEER_TOOLS, describe_change
 from evaluator.rules.load import load_rules, rules_from_text
 from evaluator.rules.model import Rules
-from evaluator.store.db import quote_ident
+from evaluator.store.db import OVER_ALL_ROWS, quote_ident
 
 __all__ = [
     "CHECK_CHANGES_UP_TO", "FALSE_FAILURE_DEFINITION", "RULESET_ORDER", "SLOWER_LIMIT", "BeforeAfter", "durations",
@@ -185,7 +185,7 @@ class BeforeAfter:
         in how many provider x template groups, the `limit` groups with the most flips)."""
         rows = self.con.execute(
             f"""SELECT provider, template, count(*) AS flipped,
-                       sum(count(*)) OVER () AS total, count(*) OVER () AS groups
+                       sum(count(*)) {OVER_ALL_ROWS} AS total, count(*) {OVER_ALL_ROWS} AS groups
                 FROM {self.table} WHERE template <> 'T3' AND va <> vb
                 GROUP BY provider, template ORDER BY flipped DESC, template, provider LIMIT $limit""",
             {"limit": limit},
@@ -285,7 +285,7 @@ def recorded_differences(con: duckdb.DuckDBPyConnection, recorded: int, recomput
     cursor = con.execute(
         f"""WITH differ AS (
                 SELECT b.response_id, b.template_group AS template, a.overall AS recorded, b.overall AS recomputed,
-                       count(*) OVER () AS total
+                       count(*) {OVER_ALL_ROWS} AS total
                 FROM response_results a
                 JOIN response_results b ON b.evaluation_id = $recomputed AND b.response_id = a.response_id
                 WHERE a.evaluation_id = $recorded AND a.overall <> b.overall),

@@ -32,6 +32,7 @@ from evaluator.queries.effective import (
 from evaluator.queries.report import query_dicts
 from evaluator.queries.runs import list_runs, run_names
 from evaluator.store import sql_params
+from evaluator.store.db import OVER_ALL_ROWS
 from evaluator.store.postgres import few_rows
 from evaluator.store.sql_params import Params
 
@@ -66,7 +67,7 @@ def ranked_names(con: duckdb.DuckDBPyConnection, source_sql: str, params: Mappin
         page = Params("ranked_page").update(filtered)
         rows = con.execute(
             f"""WITH src AS ({source_sql})
-                SELECT name, count(*) OVER () AS total FROM src {where}
+                SELECT name, count(*) {OVER_ALL_ROWS} AS total FROM src {where}
                 GROUP BY name ORDER BY sum(weight) DESC, name
                 LIMIT {page.bind(int(limit))} OFFSET {page.bind(int(offset))}""",
             page.values,

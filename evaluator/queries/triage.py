@@ -39,7 +39,7 @@ from evaluator.queries.review import (
 )
 from evaluator.review.config import load_review_config
 from evaluator.review.overrides import HAS_CARRIED_SQL, agreement
-from evaluator.store.db import fetch_one, fetch_value
+from evaluator.store.db import OVER_ALL_ROWS, fetch_one, fetch_value
 from evaluator.store.sql_params import Params
 
 __all__ = [
@@ -318,7 +318,7 @@ def page_and_count(con: duckdb.DuckDBPyConnection, filters: TriageFilters, page_
     One pass over the matches finds both the page's ids and the total (a text search reads
     every answer of the run, so doing it twice would double the wait)."""
     sql, params = _query(con, filters, sort=sort)
-    sql = sql.replace("__COLUMNS__", "eff.response_id, count(*) OVER () AS total") + \
+    sql = sql.replace("__COLUMNS__", f"eff.response_id, count(*) {OVER_ALL_ROWS} AS total") + \
         f" ORDER BY {order_by(sort)} LIMIT $page_size OFFSET $page_offset"
 
     def ids_of(number: int) -> list[tuple[int, int]]:
@@ -365,7 +365,7 @@ def queue_position(con: duckdb.DuckDBPyConnection, filters: TriageFilters, sort:
     sql, params = _query(con, filters, sort=sort)
     window = f"OVER (ORDER BY {order_by(sort)})"
     columns = (f"eff.response_id, row_number() {window} AS position, lag(eff.response_id) {window} AS previous_id, "
-               f"lead(eff.response_id) {window} AS next_id, count(*) OVER () AS total")
+               f"lead(eff.response_id) {window} AS next_id, count(*) {OVER_ALL_ROWS} AS total")
     row = fetch_one(con, f"SELECT position, total, previous_id, next_id FROM ({sql.replace('__COLUMNS__', columns)}) "
                          "WHERE response_id = $response_id", {**params, "response_id": response_id})
     if row is None:

@@ -129,6 +129,15 @@ def quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+# A window over every row of the result: a total beside each row in the same pass. Not an empty OVER: under
+# parallel execution DuckDB 1.4.4 (the release whose postgres extension PyPI ships) fails now and then on an
+# unpartitioned, unordered window ("INTERNAL Error: Attempted to access index 0 within vector of size 0",
+# about 1 in 300 Triage text searches), and an internal error invalidates the process's whole database
+# until it restarts. A constant partition takes the window's other path: the same rows, the same time
+# (0.29 s at 1M either way), and no failure in 10,000 runs where the empty one failed within 1,000.
+OVER_ALL_ROWS = "OVER (PARTITION BY NULL)"
+
+
 def quote_literal(text: str) -> str:
     """A string literal for the few statements DuckDB cannot bind (ATTACH of our own staging
     files); values from users are always bound as parameters."""

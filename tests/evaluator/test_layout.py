@@ -179,6 +179,25 @@ def test_the_override_check_finds_a_hand_written_latest_override() -> None:
     assert _reimplements_latest_override("SELECT arg_max(o.new_value, o.override_id) FROM overrides o")
 
 
+# --- a total beside each row: OVER_ALL_ROWS, never `OVER ()` (evaluator/store/db.py says why) -----------
+
+def _windows_over_nothing(source: str) -> bool:
+    import re
+
+    return bool(re.search(r"\bOVER\s*\(\s*\)", source, re.IGNORECASE))
+
+
+def test_no_query_counts_over_an_unpartitioned_window() -> None:
+    offenders = [p for p in _source_files() if _windows_over_nothing(p.read_text(encoding="utf-8"))]
+    assert [str(p.relative_to(REPO)) for p in offenders] == []
+
+
+def test_the_window_check_finds_over_with_nothing_in_it() -> None:
+    assert _windows_over_nothing("SELECT id, count(*) over ( ) AS total FROM t")
+    assert _windows_over_nothing("sum(count(*)) OVER()")
+    assert not _windows_over_nothing("count(*) OVER (PARTITION BY NULL), row_number() OVER (ORDER BY id)")
+
+
 # --- named parameters only (issue 16 §2) ---------------------------------------------------------
 
 # Every module that may write SQL: all of evaluator/, dashboard/, pages/ and app.py.
