@@ -298,17 +298,23 @@ class Drainer:
         self.thread.start()
 
     def _run(self) -> None:
-        unreachable = False
+        # A failure is said once, not every second while it lasts (a server that went away answers
+        # each try with the same error); said again once it changes or after a success.
+        said: str | None = None
         while not self.stop.wait(self.interval_s):
             try:
                 if pending(self.db):
                     apply(self.db, timeout_s=30.0)
-                unreachable = False
+                said = None
             except ServerStoreError as exc:  # the database server is down or gone: said once, tried again
-                if not unreachable:
+                if said != str(exc):
                     LOG.warning("%s; pending saves will be written when it answers", exc)
-                unreachable = True
+                said = str(exc)
             except Exception as exc:  # never let the thread die: the saves stay pending and are tried again
+                failure = f"{type(exc).__name__}: {exc}"
+                if said == failure:
+                    continue
+                said = failure
                 if is_server(self.db):  # DuckDB's extension may quote the URL, password included
                     LOG.warning("writing pending saves to %s failed; will try again: %s", redacted(str(self.db)),
                                 scrubbed(str(exc), str(self.db)))

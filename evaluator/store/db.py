@@ -416,26 +416,35 @@ def _instance(path: Path) -> _Instance:
 SERVER_IDLE_CLOSE_S = 30.0
 
 
+class _OpenedInstance:
+    """One DuckDB instance (in memory) with the PostgreSQL store attached, and its cursors out."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self.con = con
+        self.users = 0
+        self.left = 0.0  # when the last cursor left (time.monotonic)
+
+
 class _ServerInstance:
     """The process's one DuckDB instance (in memory) with a PostgreSQL store attached, shared by
     every caller as cursors; closed SERVER_IDLE_CLOSE_S after the last one leaves. No turns:
-    PostgreSQL's transactions keep this process's writers and other hosts' apart."""
+    PostgreSQL's transactions keep this process's writers and other hosts' apart. An instance that
+    lost its server (postgres.lost_connection) is retired: later cursors get a fresh one, and it is
+    closed when its own last cursor leaves."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.lock = threading.Lock()
-        self.con: duckdb.DuckDBPyConnection | None = None
-        self.users = 0
-        self.left = 0.0  # when the last cursor left (time.monotonic)
+        self.current: _OpenedInstance | None = None
 
-    def acquire(self, read_only: bool, upgrade: bool) -> duckdb.DuckDBPyConnection:
+    def acquire(self, read_only: bool, upgrade: bool) -> tuple[duckdb.DuckDBPyConnection, _OpenedInstance]:
         with self.lock:
-            if self.con is None:
-                self.con = postgres.open_instance(self.url, quote_literal(self.url))
-            self.users += 1
-            con = self.con
+            if self.current is None:
+                self.current = _OpenedInstance(postgres.open_instance(self.url, quote_literal(self.url)))
+            opened = self.current
+            opened.users += 1
         try:
-            cursor = postgres.use(con.cursor())
+            cursor = postgres.use(opened.con.cursor())
             with self.lock:  # migrated once per process (others' migrations: migrate() retries)
                 if self.url not in _SERVERS_MIGRATED:
                     versions = applied_versions(cursor)
@@ -449,34 +458,42 @@ class _ServerInstance:
                             _SERVERS_MIGRATED.add(self.url)
                     else:
                         _SERVERS_MIGRATED.add(self.url)
-        except BaseException:
-            self._leave()
+        except BaseException as exc:
+            self._leave(opened, exc)
             raise
-        return cursor
+        return cursor, opened
 
-    def release(self, cursor: duckdb.DuckDBPyConnection) -> None:
+    def release(self, cursor: duckdb.DuckDBPyConnection, opened: _OpenedInstance,
+                failure: BaseException | None = None) -> None:
         try:
             cursor.close()
         finally:
-            self._leave()
+            self._leave(opened, failure)
 
-    def _leave(self) -> None:
+    def _leave(self, opened: _OpenedInstance, failure: BaseException | None) -> None:
         with self.lock:
-            self.users -= 1
-            if self.users == 0 and self.con is not None:
-                self.left = time.monotonic()
-                timer = threading.Timer(SERVER_IDLE_CLOSE_S, self._close_if_idle)
-                timer.daemon = True
-                timer.start()
+            opened.users -= 1
+            if failure is not None and self.current is opened and postgres.lost_connection(failure):
+                self.current = None
+            if opened.users > 0:
+                return
+            if self.current is not opened:  # retired: nobody else will use it
+                opened.con.close()
+                return
+            opened.left = time.monotonic()
+            timer = threading.Timer(SERVER_IDLE_CLOSE_S, self._close_if_idle)
+            timer.daemon = True
+            timer.start()
 
     def _close_if_idle(self) -> None:
         with self.lock:
-            if self.users == 0 and self.con is not None and \
-                    time.monotonic() - self.left >= SERVER_IDLE_CLOSE_S * 0.99:
+            opened = self.current
+            if opened is not None and opened.users == 0 and \
+                    time.monotonic() - opened.left >= SERVER_IDLE_CLOSE_S * 0.99:
                 try:
-                    self.con.close()
+                    opened.con.close()
                 finally:
-                    self.con = None
+                    self.current = None
 
 
 _SERVERS: dict[str, _ServerInstance] = {}
@@ -504,11 +521,15 @@ def connect(
     found = resolve_db(path)
     if isinstance(found, str):
         server = _server_instance(found)
-        server_cursor = server.acquire(read_only, upgrade)
+        server_cursor, opened = server.acquire(read_only, upgrade)
+        failure: BaseException | None = None
         try:
             yield server_cursor
+        except BaseException as exc:
+            failure = exc
+            raise
         finally:
-            server.release(server_cursor)
+            server.release(server_cursor, opened, failure)
         return
     db_path = found
     if not read_only:

@@ -170,6 +170,19 @@ def is_conflict(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.Error) and any(marker in str(exc) for marker in CONFLICT_MARKERS)
 
 
+# What DuckDB's extension says once the server went away or restarted. The instance cannot recover by
+# itself: its pooled connections are dead, and each failed connect keeps a slot of its pool (64), so
+# after a minute of retries it refuses every query even once the server is back. See lost_connection.
+LOST_CONNECTION_MARKERS = ("Unable to connect to Postgres", "server closed the connection",
+                           "PostgresConnectionPool", "terminating connection", "no connection to the server",
+                           "could not receive data from server", "could not send data to server")
+
+
+def lost_connection(exc: BaseException) -> bool:
+    """The server went away (or restarted) under this instance: the next cursor needs a fresh one."""
+    return isinstance(exc, duckdb.Error) and any(marker in str(exc) for marker in LOST_CONNECTION_MARKERS)
+
+
 CREATE_SEQUENCE = re.compile(r"CREATE SEQUENCE (\w+) START 1;")
 # DuckDB's extension names a JSON column's type "JSON" (quoted) in ALTER TABLE, which PostgreSQL lacks.
 ADD_JSON_COLUMN = re.compile(r"ALTER TABLE (\w+) ADD COLUMN (\w+) JSON;")

@@ -4,6 +4,7 @@ while another process holds the store."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -72,6 +73,28 @@ def test_the_drainer_writes_pending_saves_once_the_store_frees(sample_store: Pat
     drainer.stop.set()
     assert pending.status(sample_store, token).state == "saved"
     assert [row[5] for row in _overrides(sample_store)].count(token) == 1
+
+
+def test_the_drainer_says_a_failure_that_lasts_once(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A store that fails every try the same way (here a file that is not a store) is reported once,
+    not every second; the save stays pending."""
+    db = tmp_path / "not_a_store.duckdb"
+    db.write_text("these bytes are not a DuckDB database\n" * 100)
+    token = pending.submit(db, _save(1))
+
+    def said() -> int:
+        return sum("will try again" in record.getMessage() for record in caplog.records)
+
+    with caplog.at_level(logging.WARNING, logger=pending.LOG.name):
+        drainer = pending.Drainer(db, interval_s=0.05)
+        deadline = time.monotonic() + 30
+        while said() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)  # some twenty more tries, failing alike
+        drainer.stop.set()
+        drainer.thread.join(timeout=30)
+    assert said() == 1
+    assert pending.status(db, token).state == "pending"
 
 
 def test_a_save_applied_twice_is_written_once(sample_store: Path) -> None:
