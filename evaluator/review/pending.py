@@ -16,6 +16,7 @@ held by another process the way a file is. Applying is the same: once per token,
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -23,6 +24,7 @@ import os
 import threading
 import time
 import uuid
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,6 +297,7 @@ class Drainer:
         self.db, self.interval_s = db, interval_s
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="pending-saves", daemon=True)
+        _RUNNING.add(self)
         self.thread.start()
 
     def _run(self) -> None:
@@ -323,7 +326,22 @@ class Drainer:
 
 
 _DRAINERS: dict[str, Drainer] = {}
+_RUNNING: weakref.WeakSet[Drainer] = weakref.WeakSet()
 _DRAINERS_LOCK = threading.Lock()
+
+
+def _stop_drainers() -> None:
+    """At exit, before the interpreter tears down: a drainer still trying an unreachable server is
+    making a DuckDB instance each second, and a process that ends in the middle of one aborts
+    ("terminate called without an active exception", exit status 134)."""
+    drainers = list(_RUNNING)
+    for drainer in drainers:
+        drainer.stop.set()
+    for drainer in drainers:
+        drainer.thread.join(timeout=10)
+
+
+atexit.register(_stop_drainers)
 
 
 def start_drainer(db: str | os.PathLike[str] | None) -> Drainer:
