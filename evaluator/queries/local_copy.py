@@ -105,6 +105,8 @@ class _Copy:
         self.wanted: set[tuple[str, int]] = set()  # asked for, not copied yet (or being copied)
         self.failed: str | None = None  # the last copy's error, for the log; the pages read live meanwhile
         self.failed_at = -RETRY_AFTER_S
+        self.copying: set[duckdb.DuckDBPyConnection] = set()  # the cursors copying now (under `lock`)
+        self.ending = False  # the process is ending: copy nothing more
 
     def current(self, con: duckdb.DuckDBPyConnection) -> bool:
         """Attach the copy to the cursor's instance (instances close when idle; the file stays): are its
@@ -184,8 +186,13 @@ class _Copy:
         Search indexes are copied only into a copy of the store's current schema (asked for by a page
         that read it), runs and evaluations into one made again first if need be."""
         search = all(kind == "search" for kind, _ in needed)
+        con: duckdb.DuckDBPyConnection | None = None
         try:
             with connect(self.url, read_only=True) as con, (self.search_work if search else self.work):
+                with self.lock:
+                    if self.ending:
+                        return
+                    self.copying.add(con)
                 if search:
                     with self.lock:
                         if not self.current(con):
@@ -193,15 +200,21 @@ class _Copy:
                 else:
                     self.remade(con)
                 for kind, key in sorted(needed - self.holding(con)):
+                    if self.ending:
+                        return
                     self._copy_one(con, kind, key)
                 self.failed = None
         except Exception as exc:  # noqa: BLE001 — the pages read PostgreSQL meanwhile; asked again later
+            if self.ending:  # interrupted by end()
+                return
             self.failed = postgres.scrubbed(f"{type(exc).__name__}: {exc}", self.url)
             self.failed_at = time.monotonic()
             LOG.warning("local copy of %s: %s", postgres.redacted(self.url), self.failed)
         finally:
             with self.lock:
                 self.wanted -= needed
+                if con is not None:
+                    self.copying.discard(con)
 
     def _copy_one(self, con: duckdb.DuckDBPyConnection, kind: str, key: int) -> None:
         """One run's, evaluation's or search index's rows, in one transaction (PostgreSQL's snapshot: whole)."""
@@ -242,6 +255,18 @@ class _Copy:
         for thread in threads:
             thread.join(None if deadline is None else max(deadline - time.monotonic(), 0.0))
 
+    def end(self, timeout_s: float = 10.0) -> None:
+        """Stop copying (the process is ending): interrupt the copies under way and wait for their
+        threads. A process that ends while a thread is inside DuckDB aborts (status 134)."""
+        with self.lock:
+            self.ending = True
+            for cursor in self.copying:
+                cursor.interrupt()
+            threads = [thread for _, thread in self.threads]
+        deadline = time.monotonic() + timeout_s
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+
     def remove(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
 
@@ -261,6 +286,7 @@ def _copy_of(url: str) -> _Copy:
 @atexit.register
 def _remove_copies() -> None:
     for copy in list(_COPIES.values()):
+        copy.end()
         copy.remove()
 
 
