@@ -26,7 +26,7 @@ from evaluator.queries import before_after, local_copy, triage
 from evaluator.queries.triage import TriageFilters
 from evaluator.review.overrides import add_override
 from evaluator.store.db import connect, fetch_value
-from tests.conftest import ROOT, new_database, postgres_extension_missing, run_cli, samples_database
+from tests.conftest import ROOT, new_database, postgres_binary, postgres_extension_missing, run_cli, samples_database
 from tests.llm_endpoint import FakeEndpoint, serve
 
 pytestmark = pytest.mark.xdist_group("postgres")  # one worker starts the session's server
@@ -281,6 +281,38 @@ def test_the_copy_is_kept_outside_the_working_folder_and_removed_when_the_proces
     folder = Path(done.stdout.strip().splitlines()[-1])
     assert folder.name.startswith("evaluator-local-copy-") and not folder.exists()
     assert list(tmp_path.iterdir()) == []  # nothing in the working folder
+
+
+def test_a_process_ending_while_its_copy_is_made_exits_cleanly(samples_url: str, tmp_path: Path) -> None:
+    """The process ends while its copy's thread is inside DuckDB, copying a run of a million (short)
+    responses: the copy is stopped and the process exits with 0, not abort's 134 (3 exits in 3)."""
+    psql = postgres_binary("psql")
+    assert psql is not None, "PostgreSQL's psql is not installed beside initdb"
+    subprocess.run([psql, samples_url, "-v", "ON_ERROR_STOP=1", "-q", "-c", """
+        INSERT INTO responses (response_id, run_id, question_id, provider, answer, answer_hash)
+        SELECT 100000000 + g, r.run_id, r.question_id, r.provider, 'a short answer', r.answer_hash
+        FROM generate_series(1, 1000000) g,
+             (SELECT * FROM responses JOIN runs USING (run_id) WHERE name = 'ramayana' LIMIT 1) r"""],
+                   check=True, capture_output=True, timeout=300)
+    script = textwrap.dedent(f"""
+        import os, threading
+        os.environ[{local_copy.COPY_FROM_ENV!r}] = "1"
+        from evaluator.queries import local_copy, triage
+        from evaluator.store.db import connect, fetch_value
+        local_copy.FIRST_VISIT_WAIT_S = 0.2
+        url = {samples_url!r}
+        with connect(url, read_only=True) as con:
+            e = fetch_value(con, "SELECT max(evaluation_id) FROM evaluations JOIN runs USING (run_id) "
+                                 "WHERE name = 'ramayana'")
+            with triage.reading(con, triage.TriageFilters(e)):
+                pass
+        assert [t for t in threading.enumerate() if t.name == "local-copy"]  # (still copying)
+    """)
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "terminate called" not in done.stderr
 
 
 def test_a_first_visit_waits_for_its_copy_so_long_then_reads_postgresql(
