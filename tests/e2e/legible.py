@@ -20,11 +20,15 @@ CUT_METRICS = """() => [...document.querySelectorAll('[data-testid=stMetric]')].
   }).filter(Boolean))"""
 
 
-def settled(page: Page) -> None:
-    """The app has finished its run, with no stale element of the previous one and no exception box."""
+def settled(page: Page, timeout: int = 30_000) -> None:
+    """The app has finished its run and drawn it: no stale element of the previous run, no widget
+    still waiting for its lazily loaded code, no exception box."""
     expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')).to_be_attached(
-        timeout=30_000)
+        timeout=timeout)
     expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=30_000)
+    # Streamlit loads each widget's code (selectbox, page link, text input…) on first use and shows
+    # a stSkeleton until it arrives: on a busy machine a finished run can stay undrawn for seconds.
+    expect(page.locator('[data-testid="stSkeleton"]')).to_have_count(0, timeout=30_000)
     expect(page.locator('[data-testid="stException"]')).to_have_count(0)
 
 

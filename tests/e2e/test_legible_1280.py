@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conftest import run_cli
-from tests.e2e.legible import CUT_METRICS
+from tests.e2e.legible import CUT_METRICS, settled
 
 PROMPTFOO = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "promptfoo_current.json"
 CLAPNQ = Path(__file__).resolve().parents[1] / "fixtures" / "formats" / "inspectorraget_clapnq.json"
@@ -52,16 +52,10 @@ def laptop(browser):  # type: ignore[no-untyped-def]
     context.close()
 
 
-def _settled(page) -> None:  # type: ignore[no-untyped-def]
-    expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')).to_be_attached(
-        timeout=30_000)
-    expect(page.locator('[data-testid="stException"]')).to_have_count(0)
-
-
 @pytest.mark.parametrize("path", PAGES)
 def test_no_metric_label_or_value_is_cut_at_1280(server, laptop, path, tmp_path):
     laptop.goto(f"{server}/{path}")
-    _settled(laptop)
+    settled(laptop)
     if "metrics" in path or "compare" in path or "before_after" in path:
         expect(laptop.locator('[data-testid="stMetric"]').first).to_be_visible(timeout=30_000)
     if path.endswith("run=four"):
@@ -78,7 +72,7 @@ def test_no_metric_label_or_value_is_cut_at_1280(server, laptop, path, tmp_path)
 @pytest.mark.parametrize("path", ["?run=ramayana", "before_after?run=ramayana", "metrics?run=ramayana"])
 def test_bar_value_labels_are_readable_or_absent(server, laptop, path):
     laptop.goto(f"{server}/{path}")
-    _settled(laptop)
+    settled(laptop)
     expect(laptop.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
     sizes = laptop.evaluate(BAR_LABEL_SIZES)
     if "metrics" not in path:  # these charts have room for their labels
@@ -88,7 +82,7 @@ def test_bar_value_labels_are_readable_or_absent(server, laptop, path):
 
 def test_the_human_labels_page_and_the_overrides_tab_are_named_apart(server, laptop):
     laptop.goto(f"{server}/triage?run=ramayana")
-    _settled(laptop)
+    settled(laptop)
     nav = laptop.locator('[data-testid="stSidebarNav"]')
     expect(nav.get_by_text("Human labels", exact=True)).to_be_visible(timeout=30_000)
     expect(nav.get_by_text("Agreement", exact=True)).to_have_count(0)

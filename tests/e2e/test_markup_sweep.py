@@ -20,6 +20,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.conftest import run_cli
+from tests.e2e.legible import settled
 
 LINK = '<a href="https://evil.example">clickme</a>'
 IMG = "<img src=x onerror=alert(1)>"
@@ -87,12 +88,6 @@ def pages(db: Path) -> dict[str, str]:
     }
 
 
-def settle(page: Page) -> None:
-    expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')).to_be_attached(
-        timeout=60_000)
-    expect(page.locator('[data-testid="stSkeleton"]')).to_have_count(0, timeout=30_000)
-
-
 def assert_inert(page: Page, title: str) -> None:
     expect(page.locator('a[href*="evil.example"]'), title).to_have_count(0)
     expect(page.locator('[*|href*="evil.example"]'), title).to_have_count(0)  # SVG links: xlink:href too
@@ -110,7 +105,7 @@ def test_markup_from_the_data_stays_text(markup_server: str, markup_store: Path,
     page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.goto(markup_server + pages(markup_store)[title])
     expect(page.get_by_role("heading", name=title, exact=True)).to_be_visible(timeout=60_000)
-    settle(page)
+    settled(page, timeout=60_000)
     assert_inert(page, title)
     text = page.evaluate("() => document.body.innerText").replace("\u2060", "")
     assert any(marker in text for marker in SHOWN_SOMEWHERE), (title, text[:2000])
@@ -122,7 +117,7 @@ def test_markup_from_the_data_stays_text(markup_server: str, markup_store: Path,
 def test_chart_labels_show_the_markup_as_characters(markup_server: str, markup_store: Path, page: Page) -> None:
     page.goto(markup_server + pages(markup_store)["Overview"])
     expect(page.locator(".js-plotly-plot").first).to_be_visible(timeout=60_000)
-    settle(page)
+    settled(page, timeout=60_000)
     ticks = page.locator(".js-plotly-plot .ytick text, .js-plotly-plot .xtick text, .js-plotly-plot .legendtext")
     expect(ticks.first).to_be_attached()
     labels = [t.replace("\u2060", "") for t in ticks.all_text_contents()]
@@ -135,8 +130,8 @@ def test_chart_labels_show_the_markup_as_characters(markup_server: str, markup_s
 def test_the_open_flip_tab_goes_into_the_url(markup_server: str, markup_store: Path, page: Page) -> None:
     page.goto(markup_server + pages(markup_store)["Compare runs"])
     expect(page.get_by_role("tab", name="Regressions")).to_be_visible(timeout=60_000)
-    settle(page)
+    settled(page, timeout=60_000)
     page.get_by_role("tab", name="Fixes").click()
     expect(page).to_have_url(re.compile(r"[?&]flips=Fixes"), timeout=30_000)
-    settle(page)
+    settled(page, timeout=60_000)
     assert_inert(page, "Compare runs, Fixes")

@@ -12,6 +12,8 @@ import duckdb
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.legible import settled
+
 # One store and one server for the module: only the first test writes (its three overrides).
 pytestmark = pytest.mark.xdist_group("e2e_review_queue")
 
@@ -40,12 +42,6 @@ def queue_ids(db: Path) -> list[int]:
 
 def query_of(url: str) -> dict[str, str]:
     return dict(parse_qsl(urlsplit(url).query))
-
-
-def settled(page) -> None:  # type: ignore[no-untyped-def]
-    """The app has finished its run (no stale elements of the previous one left on the page)."""
-    expect(page.locator('[data-testid="stApp"][data-test-script-state="notRunning"]')).to_be_attached(timeout=30_000)
-    expect(page.locator('[data-stale="true"]')).to_have_count(0, timeout=30_000)
 
 
 def start_reviewing(page, name: str) -> None:  # type: ignore[no-untyped-def]
