@@ -112,8 +112,11 @@ def chromium_executable() -> str | None:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # An assertion polls until its condition holds; 5 s (Playwright's default) is short for a page
+    # drawn on a CI machine whose two cores also run the other worker's Streamlit and Chromium.
+    expect.set_options(timeout=15_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=chromium_executable(), headless=True, args=CHROMIUM_ARGS
