@@ -14,6 +14,7 @@ import duckdb
 import streamlit as st
 
 from dashboard.highlight import INVISIBLE, break_autolinks, inline, inline_html, visible_token
+from evaluator.queries import local_copy
 from evaluator.queries.runs import run_names
 from evaluator.review import pending
 from evaluator.store import postgres
@@ -68,6 +69,11 @@ def store() -> Iterator[duckdb.DuckDBPyConnection]:
         with connect(store_path(), read_only=read_only, timeout_s=PAGE_WAIT_S, on_wait=on_wait,
                      upgrade=True) as con:
             done()
+            try:
+                local_copy.copy_ahead(con)  # a PostgreSQL store's newest big runs, before a page asks
+            except ValueError as exc:  # its setting is not a number: say which and what to give
+                st.error(md(str(exc)))
+                st.stop()
             yield con
     except StoreBusyError:
         time.sleep(1.0)

@@ -73,8 +73,8 @@ def _pager(total: int, current: int, pages: int, size: int, where: str) -> None:
     left, middle, right = st.columns([1, 4, 1], vertical_alignment="center")
     left.button("← Previous", key=f"prev_{where}", disabled=current <= 1, on_click=_go_to,
                 args=(current - 1, where == "bottom"), width="stretch")
-    middle.markdown(f"<div style='text-align:center'>Page <b>{current}</b> of {pages} · "
-                    f"responses {first}–{last} of {total}</div>", unsafe_allow_html=True)
+    middle.markdown(f"<div style='text-align:center'>Page <b>{current:,}</b> of {pages:,} · "
+                    f"responses {first:,}–{last:,} of {total:,}</div>", unsafe_allow_html=True)
     right.button("Next →", key=f"next_{where}", disabled=current >= pages, on_click=_go_to,
                  args=(current + 1, where == "bottom"), width="stretch")
 
@@ -232,7 +232,7 @@ def _responses(con, run: str) -> None:  # type: ignore[no-untyped-def]
     # "Review these" beside the count, at the left: the table's hover toolbar takes the right end of the
     # strip above the table, where it would cover a control (issue 31).
     count_row = st.container(horizontal=True, vertical_alignment="center", gap="medium")
-    count_row.markdown(f"**{total}** matching response{'s' if total != 1 else ''}", width="content")
+    count_row.markdown(f"**{total:,}** matching response{'s' if total != 1 else ''}", width="content")
     if not rows:
         st.info("No response matches these filters.")
         return

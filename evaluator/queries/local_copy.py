@@ -54,6 +54,11 @@ LOG = logging.getLogger(__name__)
 # Runs with fewer responses are read from PostgreSQL directly: their pages take well under a second.
 COPY_FROM = 100_000
 COPY_FROM_ENV = "EVALUATOR_LOCAL_COPY_FROM"
+# The newest big runs copied before a page asks for them (``copy_ahead``): their first visit finds
+# them copied instead of waiting for the copy (20 s at 1M). 0 turns it off.
+AHEAD = 2
+AHEAD_ENV = "EVALUATOR_LOCAL_COPY_AHEAD"
+AHEAD_EVERY_S = 60.0  # how often a process looks for new big runs (a page render at most this often)
 ALIAS = "local_copy"
 # The tables copied, each by the column that says which run or evaluation a row belongs to.
 BY_RUN = ("responses", "questions")
@@ -78,13 +83,22 @@ UNCOMPRESSED = {"responses": ("answer", "comment"), "questions": ("question",)}
 
 def copy_from() -> int:
     """Responses from which a run is copied (EVALUATOR_LOCAL_COPY_FROM, else COPY_FROM)."""
-    value = os.environ.get(COPY_FROM_ENV, "").strip()
+    return _setting(COPY_FROM_ENV, COPY_FROM, "give a number of responses (0: copy every run)")
+
+
+def ahead() -> int:
+    """How many of the newest big runs are copied before a page asks (EVALUATOR_LOCAL_COPY_AHEAD, else AHEAD)."""
+    return _setting(AHEAD_ENV, AHEAD, "give a number of runs (0: copy a run only when a page asks for it)")
+
+
+def _setting(name: str, default: int, what: str) -> int:
+    value = os.environ.get(name, "").strip()
     if not value:
-        return COPY_FROM
+        return default
     try:
         return max(int(value), 0)
     except ValueError:
-        raise ValueError(f"{COPY_FROM_ENV}={value!r}: give a number of responses (0: copy every run)") from None
+        raise ValueError(f"{name}={value!r}: {what}") from None
 
 
 class _Copy:
@@ -273,6 +287,7 @@ class _Copy:
 
 _COPIES: dict[str, _Copy] = {}
 _COPIES_LOCK = threading.Lock()
+_LOOKED_AHEAD: dict[str, float] = {}  # store URL -> when copy_ahead last looked for its new big runs
 
 
 def _copy_of(url: str) -> _Copy:
@@ -338,6 +353,47 @@ def reading(con: duckdb.DuckDBPyConnection, evaluation_ids: Iterable[int | None]
         yield cursor
     finally:
         cursor.close()
+
+
+def copy_ahead(con: duckdb.DuckDBPyConnection) -> None:
+    """Start copying, in the background, the newest ``ahead()`` big runs of a PostgreSQL store: each run,
+    the latest evaluation of each of its rule sets (those the pages open on), then, at a later look, its
+    search index, where the copy does not hold them yet. Looks at most every ``AHEAD_EVERY_S`` (a page
+    render calls it), so a run that a CI job ingests is copied within a minute of the next page anyone
+    opens. Nothing on a store file."""
+    if not postgres.is_server_connection(con) or ahead() == 0:
+        return
+    url = str(db_path_of(con))
+    with _COPIES_LOCK:
+        if time.monotonic() - _LOOKED_AHEAD.get(url, -AHEAD_EVERY_S) < AHEAD_EVERY_S:
+            return
+        _LOOKED_AHEAD[url] = time.monotonic()
+    try:
+        rows = con.execute("""WITH newest AS (SELECT run_id FROM runs WHERE n_responses >= $from
+                                              ORDER BY run_id DESC LIMIT $ahead)
+                              SELECT n.run_id, max(e.evaluation_id), bool_or(s.run_id IS NOT NULL)
+                              FROM newest n LEFT JOIN evaluations e USING (run_id)
+                                            LEFT JOIN search_indexes s USING (run_id)
+                              GROUP BY n.run_id, e.ruleset""",
+                           {"from": max(copy_from(), 1), "ahead": ahead()}).fetchall()
+        if not rows:
+            return  # (no copy made: a store of small runs gets no temporary folder)
+        copy = _copy_of(url)
+        wanted = {("run", int(run)) for run, _, _ in rows}
+        wanted |= {("evaluation", int(e)) for _, e, _ in rows if e is not None}
+        # (Attaching the copy costs milliseconds; while a copy is being written, look again next time.)
+        if not copy.attached(con, timeout_s=0):
+            return
+        held = copy.holding(con)
+    except duckdb.Error as exc:  # a page renders on: this is only ahead of its time
+        LOG.warning("local copy: looking for new big runs: %s", postgres.scrubbed(str(exc), url))
+        return
+    if wanted - held:
+        copy.start(wanted - held)
+    else:  # a search index once its run is copied, not beside it: both at once slow the run's copy
+        searched = {("search", int(run)) for run, _, indexed in rows if indexed} - held
+        if searched:
+            copy.start(searched)
 
 
 def computed_pairs(cursor: duckdb.DuckDBPyConnection, evaluation_a: int, evaluation_b: int) -> str | None:

@@ -126,3 +126,14 @@ def test_the_pages_reading_a_local_copy_show_what_a_store_file_shows(page: str, 
         assert copy.attached(con)
         assert copy.held(con, {("run", int(fetch_value(con, "SELECT run_id FROM runs WHERE name = $run",
                                                        {"run": query["run"]})))})
+
+
+def test_a_bad_number_of_runs_to_copy_ahead_is_said_on_the_page(make_app, postgres_samples: str,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from evaluator.queries import local_copy
+
+    monkeypatch.setenv(local_copy.AHEAD_ENV, "newest")
+    app = make_app(postgres_samples, "pages/overview.py")
+    assert not app.exception, [e.value for e in app.exception]
+    assert [e.value.replace("\\", "") for e in app.error] == [  # (as Markdown: its _ and ( escaped)
+        "EVALUATOR_LOCAL_COPY_AHEAD='newest': give a number of runs (0: copy a run only when a page asks for it)"]

@@ -18,7 +18,7 @@ def answers(app) -> list[str]:
 
 def match_count(app) -> int:
     [line] = [m.value for m in app.markdown if m.value.endswith(("matching response", "matching responses"))]
-    return int(re.match(r"\*\*(\d+)\*\*", line).group(1))
+    return int(re.match(r"\*\*([\d,]+)\*\*", line).group(1).replace(",", ""))
 
 
 def evaluation_id(query, db, run: str, ruleset: str) -> int:

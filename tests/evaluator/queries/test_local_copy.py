@@ -258,6 +258,70 @@ def test_a_bad_threshold_says_what_to_give(monkeypatch: pytest.MonkeyPatch) -> N
         local_copy.copy_from()
 
 
+def _held(con: duckdb.DuckDBPyConnection, url: str) -> set[tuple[str, int]]:
+    """What the process's copy of the store at ``url`` holds."""
+    copy = local_copy._copy_of(url)
+    assert copy.attached(con)
+    return copy.holding(con)
+
+
+def _latest_of_each_ruleset(con: duckdb.DuckDBPyConnection, run: int) -> set[tuple[str, int]]:
+    return {("evaluation", int(e)) for (e,) in con.execute(
+        "SELECT max(evaluation_id) FROM evaluations WHERE run_id = $run GROUP BY ruleset", {"run": run}).fetchall()}
+
+
+def test_the_newest_big_runs_are_copied_before_a_page_asks_then_their_search_index(
+        samples_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local_copy.AHEAD_ENV, "1")
+    with connect(samples_url, read_only=True) as con:
+        newest = int(fetch_value(con, "SELECT max(run_id) FROM runs"))
+        local_copy.copy_ahead(con)
+        local_copy.wait(samples_url)
+        # the newest run and the latest evaluation of each of its rule sets; none of the two older runs;
+        # its search index not yet (copying it beside the run would slow the run's copy)
+        assert search_index.is_built(con, newest)
+        assert _held(con, samples_url) == {("run", newest)} | _latest_of_each_ruleset(con, newest)
+        monkeypatch.setattr(local_copy, "AHEAD_EVERY_S", 0.0)
+        local_copy.copy_ahead(con)  # the next look: the run is copied, now its search index
+        local_copy.wait(samples_url)
+        assert ("search", newest) in _held(con, samples_url)
+        with triage.reading(con, TriageFilters(_evaluation(con, "clearpath"))) as whole:  # a page's first visit
+            assert _database(whole) == local_copy.ALIAS
+
+
+def test_a_run_ingested_later_is_copied_at_the_next_look(samples_url: str, monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    monkeypatch.setenv(local_copy.AHEAD_ENV, "1")
+    later_file = tmp_path / "later.jsonl"  # a CI job's new run: ten of the sample's lines
+    later_file.write_text("".join((ROOT / "data" / "clearpath_support.jsonl").read_text().splitlines(True)[:10]))
+    with connect(samples_url, read_only=True) as con:
+        local_copy.copy_ahead(con)
+        local_copy.wait(samples_url)
+        run_cli("ingest", str(later_file), "--name", "later", db=samples_url, check=True)
+        run_cli("recompute", "--run", "later", "--ruleset", "t3_aware", db=samples_url, check=True)
+        later = int(fetch_value(con, "SELECT run_id FROM runs WHERE name = 'later'"))
+        local_copy.copy_ahead(con)  # looked less than a minute ago: not yet
+        local_copy.wait(samples_url)
+        assert ("run", later) not in _held(con, samples_url)
+        monkeypatch.setattr(local_copy, "AHEAD_EVERY_S", 0.0)
+        local_copy.copy_ahead(con)
+        local_copy.wait(samples_url)
+        assert {("run", later)} | _latest_of_each_ruleset(con, later) <= _held(con, samples_url)
+
+
+def test_no_run_is_copied_ahead_when_turned_off(samples_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local_copy.AHEAD_ENV, "0")
+    with connect(samples_url, read_only=True) as con:
+        local_copy.copy_ahead(con)
+        assert local_copy._COPIES.get(samples_url) is None  # nothing was copied
+
+
+def test_a_bad_number_of_runs_to_copy_ahead_says_what_to_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(local_copy.AHEAD_ENV, "newest")
+    with pytest.raises(ValueError, match="EVALUATOR_LOCAL_COPY_AHEAD='newest': give a number of runs"):
+        local_copy.ahead()
+
+
 def test_the_copy_is_kept_outside_the_working_folder_and_removed_when_the_process_ends(samples_url: str,
                                                                                        tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
