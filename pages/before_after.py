@@ -109,15 +109,15 @@ if any(t in ("T1", "T2", "T3") for t in templates):
 # profile, a peer tool's export) a rule change is meant to move verdicts, so the count is just said.
 templated = any(t in ("T1", "T2", "T3") for t in templates)
 if not templated:
-    st.info(f"This run has no templates: {outside_flips} response verdict(s) differ between {md(name_a)} and "
+    st.info(f"This run has no templates: {outside_flips:,} response verdict(s) differ between {md(name_a)} and "
             f"{md(name_b)} — see the flipped responses below.", icon=":material/info:")
 elif outside:
     total = outside_flips
     where = ", ".join(f"{md(fmt.template(r['template']))}/{md(names.short(r['provider']))}: "
-                      f"{r['flipped']}" for r in outside)
+                      f"{r['flipped']:,}" for r in outside)
     if outside_groups > len(outside):
         where += f", {names.rest_label(outside_groups - len(outside), 'group')}"
-    st.error(f"**{total} T1/T2 verdict(s) changed** between {md(name_a)} and {md(name_b)} ({where}). "
+    st.error(f"**{total:,} T1/T2 verdict(s) changed** between {md(name_a)} and {md(name_b)} ({where}). "
              "A fix for T3 must leave T1/T2 verdicts alone — check the flipped responses below.",
              icon=":material/error:")
 else:
@@ -160,7 +160,7 @@ columns = st.columns(max(1, len(totals)))
 for column, r in zip(columns, totals, strict=False):
     label = md(fmt.template(r["template"]))
     words = f"{TEMPLATE_NAMES[r['template']]}, " if r["template"] in TEMPLATE_NAMES else ""
-    column.metric(f"{label} pass rate ({words}{r['n']} responses)",
+    column.metric(f"{label} pass rate ({words}{r['n']:,} responses)",
                   f"{fmt.percent(r['pass_rate_a'])} → {fmt.percent(r['pass_rate_b'])}",
                   **change(r["delta"]), border=True)
     column.metric(f"{label} false-failure rate",
@@ -234,7 +234,7 @@ else:
     st.caption("No flipped response, or only reviewer overrides flipped them.")
 
 # --- flipped responses ------------------------------------------------------------------------------
-st.subheader(f"Flipped responses ({n_flips})")
+st.subheader(f"Flipped responses ({n_flips:,})")
 st.caption("Responses whose overall verdict differs between A and B, with the checks that changed and the "
            "reviewer's comment. Filter by provider and template in the sidebar.")
 if flipped:
