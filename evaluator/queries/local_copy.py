@@ -11,8 +11,9 @@ thread copies those rows into a DuckDB file of this process (in a temporary fold
 removed when the process ends: nothing is written beside the store, and a replica's disk may be lost
 on restart), and the page waits for it (1M responses, a run and two evaluations: about 20 s; up to
 ``FIRST_VISIT_WAIT_S``, then it reads PostgreSQL; other sessions asking meanwhile wait for the same
-copy). Once the copy holds every run and evaluation a read needs, ``reading`` hands out a cursor
-whose default database is the copy:
+copy). The newest big runs are copied before anyone asks (``copy_ahead``,
+``EVALUATOR_LOCAL_COPY_AHEAD``), so their first visit finds them copied. Once the copy holds every
+run and evaluation a read needs, ``reading`` hands out a cursor whose default database is the copy:
 the copied tables are local, and every other table is a view of PostgreSQL's, read live (overrides,
 annotations, runs, evaluations, counts; the span judge's flags too), so a reviewer's save shows at
 once on every replica. The SQL of the pages is the same on both cursors. A text search asks for the
