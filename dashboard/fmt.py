@@ -47,6 +47,13 @@ def shares(frame: pd.DataFrame, columns: Iterable[str]) -> pd.DataFrame:
     return out
 
 
+def counts(*columns: str) -> dict[str, Any]:
+    """Dataframe column config showing these count columns with thousands separators, in the reader's
+    locale (1,000,000 responses; Streamlit shows a bare 1000000 otherwise). Not for ids. (A column named
+    "_index", a provider's name say, is left alone: Streamlit reads that key as the table's index.)"""
+    return {column: st.column_config.NumberColumn(format="localized") for column in columns if column != "_index"}
+
+
 def percent_column(label: str | None = None, *, help: str | None = None) -> Any:  # noqa: A002
     """A dataframe column of shares in [0, 1], shown like `percent` (87.5%, 100.0%); round the values with
     `shares` first.

@@ -97,7 +97,8 @@ st.caption(f"Evaluation **{md(ruleset)}**, {verdicts}. A response passes when ev
            "passed. The view is in the URL: copy it to share.")
 
 st.subheader("Runs")
-st.dataframe(fmt.no_none(pd.DataFrame(runs)), hide_index=True, placeholder=fmt.MISSING)
+st.dataframe(fmt.no_none(pd.DataFrame(runs)), hide_index=True, placeholder=fmt.MISSING,
+             column_config=fmt.counts("responses", "providers", "questions"))
 if ruleset is None:
     st.info(f"No run has been evaluated yet. {recompute_hint(run, [])}")
     st.stop()
@@ -149,7 +150,7 @@ else:
         fmt.shares(fmt.no_none(rates_df[["run", "provider", "template", "n", "passed", "pass_rate", "ci_low",
                                           "ci_high"]]), ["pass_rate", "ci_low", "ci_high"]),
         hide_index=True,
-        column_config={"pass_rate": fmt.percent_column("pass rate"),
+        column_config={**fmt.counts("n", "passed"), "pass_rate": fmt.percent_column("pass rate"),
                        "ci_low": fmt.percent_column("95% CI low"),
                        "ci_high": fmt.percent_column("95% CI high")}, placeholder=fmt.MISSING)
     names.pager(PROVIDER_PAGE, n_listed)
@@ -183,7 +184,7 @@ else:
     checks_df["template"] = checks_df["template"].map(fmt.template)
     checks_df = fmt.no_none(pd.DataFrame(names.label_rows(checks_df.to_dict("records"), rest)))
     st.dataframe(checks_df.rename(columns={"pass": "PASS", "fail": "FAIL", "na": "N/A"}),
-                 hide_index=True, placeholder=fmt.MISSING)
+                 hide_index=True, placeholder=fmt.MISSING, column_config=fmt.counts("PASS", "FAIL", "N/A"))
 
     st.subheader(f"Flags of {md(run)}")
     if flag_source_info is not None and flag_source != evaluation["evaluation_id"]:
@@ -202,4 +203,5 @@ else:
         flags_df = pd.DataFrame(names.label_rows(flags_df.to_dict("records"), rest))
         columns = list(dict.fromkeys(flags_df["provider"]))  # the page's providers in rank order, the rest last
         st.dataframe(flags_df.pivot_table(index="flag", columns="provider", values="count", aggfunc="sum",
-                                          fill_value=0).astype(int)[columns], placeholder=fmt.MISSING)
+                                          fill_value=0).astype(int)[columns], placeholder=fmt.MISSING,
+                     column_config=fmt.counts(*columns))
