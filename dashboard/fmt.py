@@ -51,7 +51,12 @@ def counts(*columns: str) -> dict[str, Any]:
     """Dataframe column config showing these count columns with thousands separators, in the reader's
     locale (1,000,000 responses; Streamlit shows a bare 1000000 otherwise). Not for ids. (A column named
     "_index", a provider's name say, is left alone: Streamlit reads that key as the table's index.)"""
-    return {column: st.column_config.NumberColumn(format="localized") for column in columns if column != "_index"}
+    return {column: count_column() for column in columns if column != "_index"}
+
+
+def count_column(label: str | None = None) -> Any:
+    """One count column (see ``counts``), under ``label``."""
+    return st.column_config.NumberColumn(label, format="localized")
 
 
 def percent_column(label: str | None = None, *, help: str | None = None) -> Any:  # noqa: A002

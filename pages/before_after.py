@@ -211,13 +211,14 @@ st.dataframe(
                ["pass_rate_a", "pass_rate_b", "false_failure_rate_a", "false_failure_rate_b"]),
     hide_index=True,
     column_config={
+        **fmt.counts("n"),
         "pass_rate_a": fmt.percent_column(f"pass rate A ({name_a})"),
         "pass_rate_b": fmt.percent_column(f"pass rate B ({name_b})"),
         "delta_pp": st.column_config.NumberColumn("Δ (pp)", format="%+.1f"),
         "false_failure_rate_a": fmt.percent_column("false failures A"),
         "false_failure_rate_b": fmt.percent_column("false failures B"),
-        "fail_to_pass": st.column_config.NumberColumn("FAIL → PASS"),
-        "pass_to_fail": st.column_config.NumberColumn("PASS → FAIL"),
+        "fail_to_pass": fmt.count_column("FAIL → PASS"),
+        "pass_to_fail": fmt.count_column("PASS → FAIL"),
     }, placeholder=fmt.MISSING)
 names.pager(PROVIDER_PAGE, n_providers)
 
@@ -229,7 +230,8 @@ if changes:
     changes_df = pd.DataFrame(changes)
     changes_df["template"] = changes_df["template"].map(fmt.template)
     changes_df["change"] = changes_df["verdict_a"] + " → " + changes_df["verdict_b"]
-    st.dataframe(changes_df[["check", "template", "change", "responses"]], hide_index=True, placeholder=fmt.MISSING)
+    st.dataframe(changes_df[["check", "template", "change", "responses"]], hide_index=True, placeholder=fmt.MISSING,
+                 column_config=fmt.counts("responses"))
 else:
     st.caption("No flipped response, or only reviewer overrides flipped them.")
 

@@ -97,8 +97,8 @@ with store() as con:
 verdicts = "effective verdicts (reviewer overrides applied)" if with_overrides else "computed verdicts"
 st.markdown(f"**{md(run_a)}** (A, evaluation #{ida}) → **{md(run_b)}** (B, evaluation #{idb}) under "
             f"**{md(ruleset)}**, {verdicts}.")
-st.caption(f"Pairs = the same question_id and provider in both runs: {pairing['paired']} pairs; "
-           f"{pairing['only_a']} responses only in A, {pairing['only_b']} only in B.")
+st.caption(f"Pairs = the same question_id and provider in both runs: {pairing['paired']:,} pairs; "
+           f"{pairing['only_a']:,} responses only in A, {pairing['only_b']:,} only in B.")
 if shared_questions == 0:
     st.warning(f"{md(run_a)} and {md(run_b)} share no question: they are not runs of the same golden set, so no "
                "response can be paired, nothing can flip and there is no paired test. A difference of their "
@@ -127,10 +127,10 @@ if shared_questions and total is not None and overall is not None:  # no shared 
             st.info("No pair flipped: A and B agree on every paired response.")
         elif overall["p_value"] < ALPHA:
             better = "better" if c > b else "worse"
-            st.success(f"B is {better} than A beyond chance: {c} fixes vs {b} regressions among "
-                       f"{overall['pairs']} pairs (McNemar exact p = {p_text(overall['p_value'])} < {ALPHA}).")
+            st.success(f"B is {better} than A beyond chance: {c:,} fixes vs {b:,} regressions among "
+                       f"{overall['pairs']:,} pairs (McNemar exact p = {p_text(overall['p_value'])} < {ALPHA}).")
         else:
-            st.info(f"Not significant: {c} fixes vs {b} regressions among {overall['pairs']} pairs could be "
+            st.info(f"Not significant: {c:,} fixes vs {b:,} regressions among {overall['pairs']:,} pairs could be "
                     f"chance (McNemar exact p = {p_text(overall['p_value'])} ≥ {ALPHA}).")
 
 st.subheader("Pass rates per template and provider")
@@ -177,6 +177,7 @@ table = pd.DataFrame({
     "Δ (pp)": df["delta"] * 100, "95% CI Δ": df["delta_ci"].map(lambda ci: interval(ci, points=True)),
 })
 st.dataframe(fmt.shares(fmt.no_none(table), ["pass A", "pass B"]), hide_index=True, column_config={
+    **fmt.counts("n A", "n B"),
     "pass A": fmt.percent_column(),
     "pass B": fmt.percent_column(),
     "Δ (pp)": st.column_config.NumberColumn(format="%+.1f"),
@@ -189,12 +190,12 @@ st.caption("For each group: pairs, both pass / both fail (concordant), regressio
 tests_df = pd.DataFrame(names.label_rows(tests, rest))
 tests_df["template"] = tests_df["template"].map(fmt.template)
 st.dataframe(fmt.no_none(tests_df), hide_index=True, column_config={
-    "regressions": st.column_config.NumberColumn("regressions (b)"),
-    "fixes": st.column_config.NumberColumn("fixes (c)"),
-    "both_pass": st.column_config.NumberColumn("both pass"),
-    "both_fail": st.column_config.NumberColumn("both fail"),
-    "regressions_same_answer": st.column_config.NumberColumn("regressions, same answer"),
-    "fixes_same_answer": st.column_config.NumberColumn("fixes, same answer"),
+    "regressions": fmt.count_column("regressions (b)"),
+    "fixes": fmt.count_column("fixes (c)"),
+    "both_pass": fmt.count_column("both pass"),
+    "both_fail": fmt.count_column("both fail"),
+    "regressions_same_answer": fmt.count_column("regressions, same answer"),
+    "fixes_same_answer": fmt.count_column("fixes, same answer"),
     "p_value": st.column_config.NumberColumn("McNemar p", format="%.4f"),
 }, placeholder=fmt.MISSING)
 names.pager(PROVIDER_PAGE, n_providers)
@@ -235,8 +236,8 @@ for tab, kind in zip(tabs, TABS.values(), strict=True):
             st.caption("No pairs to compare: the runs share no question." if pairing["paired"] == 0
                        else f"No {kind} ({arrow}).")
             continue
-        st.caption(f"{info['count']} pairs went {arrow}: {info['answer_changed']} with a changed answer, "
-                   f"{info['same_answer']} with the same answer (the evaluation or the inputs changed, not the bot).")
+        st.caption(f"{info['count']:,} pairs went {arrow}: {info['answer_changed']:,} with a changed answer, "
+                   f"{info['same_answer']:,} with the same answer (the evaluation or the inputs changed, not the bot).")
         rows_df = pd.DataFrame(lists[kind])
         rows_df["template"] = rows_df["template"].map(fmt.template)
         rows_df["A"] = rows_df["response_a"].map(lambda rid: review_link(rid, ida))

@@ -173,7 +173,7 @@ def _agreement(con, run: str, evaluation_id: int) -> None:  # type: ignore[no-un
         merged = fmt.shares(merged, ["pass_rate", "pass_rate_effective"])
         st.dataframe(fmt.no_none(merged[["provider", "template", "n", "pass_rate", "pass_rate_effective"]]),
                      hide_index=True, width="stretch", column_config={
-                         "n": "responses",
+                         "n": fmt.count_column("responses"),
                          "pass_rate": fmt.percent_column("computed pass rate"),
                          "pass_rate_effective": fmt.percent_column("with overrides"),
                      })

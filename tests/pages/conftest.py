@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -70,3 +71,18 @@ def query() -> Callable[..., list[tuple]]:
 def rendered() -> Callable[[AppTest], list[str]]:
     """rendered(app): every text body the page sent to the browser as Markdown (main and sidebar)."""
     return _rendered
+
+
+def _number_formats(app: AppTest) -> dict[str, str | None]:
+    formats: dict[str, str | None] = {}
+    for element in app.dataframe:
+        config = json.loads(element.proto.columns or "{}")
+        formats.update({column: c["type_config"].get("format") for column, c in config.items()
+                        if c.get("type_config", {}).get("type") == "number"})
+    return formats
+
+
+@pytest.fixture
+def number_formats() -> Callable[[AppTest], dict[str, str | None]]:
+    """number_formats(app): the display format of each number column of the page's tables, by column name."""
+    return _number_formats

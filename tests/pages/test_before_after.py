@@ -233,3 +233,9 @@ def test_a_peer_tools_own_grades_are_not_told_as_false_failures(open_page, sampl
     assert "grades promptfoo recorded in the run file" in said and "legacy" not in said and "T3" not in said
     assert any("promptfoo's own grades" in w.value and "not a false failure" in w.value for w in at.warning)
     assert not any("own grades" in w.value for w in open_page(run="ramayana").warning)
+
+
+def test_counts_are_shown_with_thousands_separators(open_page, number_formats) -> None:
+    shown = number_formats(open_page(run="ramayana"))
+    for column in ("n", "fail_to_pass", "pass_to_fail", "responses"):
+        assert shown.get(column) == "localized", (column, shown)

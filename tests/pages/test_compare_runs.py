@@ -295,3 +295,9 @@ def test_no_rule_set_in_common_names_the_run_without_one(open_page, sample_store
         assert "my run;x has no evaluation" in info.replace("\\", ""), info
         assert "recompute --run 'my run;x' --ruleset t3_aware" in info, info  # the real name, shell-quoted
         assert "--run ramayana" not in info and "--run RUN" not in info and "only no" not in info
+
+
+def test_counts_are_shown_with_thousands_separators(open_page, number_formats) -> None:
+    shown = number_formats(open_page(run="ramayana", against="ramayana_v2"))
+    for column in ("n A", "n B", "regressions", "fixes", "both_pass", "both_fail"):
+        assert shown.get(column) == "localized", (column, shown)

@@ -236,13 +236,8 @@ def test_no_cell_shows_none(open_page):
         assert not table.value.isna().any().any(), table.value
 
 
-def test_counts_are_shown_with_thousands_separators(open_page) -> None:
+def test_counts_are_shown_with_thousands_separators(open_page, number_formats) -> None:
     """Every count column of the page's tables is shown in the reader's locale (1,000,000), not as 1000000."""
-    at = open_page(run="ramayana")
-    shown = {}
-    for element in at.dataframe:
-        config = json.loads(element.proto.columns or "{}")
-        shown.update({column: c.get("type_config", {}).get("format") for column, c in config.items()
-                      if c.get("type_config", {}).get("type") == "number"})
+    shown = number_formats(open_page(run="ramayana"))
     for column in ("responses", "providers", "questions", "n", "passed", "PASS", "FAIL", "N/A"):
         assert shown.get(column) == "localized", (column, shown)
